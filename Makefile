@@ -92,6 +92,9 @@ $(BUILD)/%.o: %.c $(BUILD)/gen.stamp
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CPPFLAGS_LIB) $(CFLAGS) -Wmissing-prototypes -MMD -MP -c $< -o $@
 
+# Pointwise loops: errno and FP-trap semantics would keep sqrt and rounding from vectorising.
+$(BUILD)/generated/kernels_pointwise.o: CFLAGS += -fno-math-errno -fno-trapping-math
+
 $(STATIC_LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(QUIET_LINK)ar rcs $@ $^
@@ -178,6 +181,7 @@ TORCH_BENCHES := $(BUILD)/bench/overhead_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
+	$(Q)bench/pointwise.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
 
 deps-bench:

@@ -810,17 +810,21 @@ class OpLowering:
                 member = "f" if ctype in ("float", "double") else "i"
                 scal.append(f"const {ctype} {sname} = ({ctype})scalars[{i}].{member};")
             value = expr.render(d)
+            sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
             loops.append({
                 "dtype": d, "enum": C_DTYPE[d], "fn": f"{op.c_name}_loop_{d}",
-                "out_storage": ost, "store": ostore.format("value"), "compute": ctype,
+                "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
                 "operands": operands, "scalar_lines": scal, "value": value,
-                "contig_cond": " && ".join(f"strides[{i}] == sizeof({x})" for i, x in
-                                           enumerate([ost] + [o["storage"] for o in operands])),
+                "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),
+                # input b broadcast along the row, everything else contiguous
+                "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
+                               for b in range(1, len(sizes))],
             })
         return {
             "c_name": op.c_name, "name": self.s.name, "expr": op.pointwise, "loc": str(op.loc),
             "params": ["yt_tensor *result"] + c_params(op, True), "tensors": tensors, "switch_on": switch_on,
             "scalars": scalars, "loops": loops, "n_in": len(tensors),
+            "divisors": [{"name": d, "tensor": self.s.arg(d).kind == "tensor"} for d in expr.int_divisors()],
         }
 
 

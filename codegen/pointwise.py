@@ -19,7 +19,21 @@ DTYPE_C = {
     "f32": ("float", "float", "{}", "{}"),
     "f64": ("double", "double", "{}", "{}"),
 }
-FLOAT_FUNCS = {"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "pow": 2, "fabs": 1}
+# libm functions of floating loops (`expf` in float loops); ROUNDING ones are the identity on
+# integers, and CLASSIFY ones are constants there.
+FLOAT_FUNCS = {
+    "exp": 1, "expm1": 1, "log": 1, "log1p": 1, "log2": 1, "sqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
+    "erf": 1, "fabs": 1, "pow": 2, "fmod": 2, "copysign": 2,
+}
+ROUNDING = ("floor", "ceil", "trunc", "nearbyint")  # nearbyint: half to even (default rounding mode)
+CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
+# kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
+HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "remainder": 2, "floor_divide": 2,
+           "trunc_divide": 2, "ipow": 2}
+HELPER_SUFFIX = {"float": "f", "double": "d", "int8_t": "i8", "int16_t": "i16", "int32_t": "i32",
+                 "int64_t": "i64", "bool": "b"}
+INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
+ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
 
@@ -64,15 +78,28 @@ class PointwiseExpr:
         elif isinstance(n, ast.IfExp):
             for x in (n.test, n.body, n.orelse):
                 self._validate(x)
+        elif isinstance(n, ast.BoolOp):
+            for x in n.values:
+                self._validate(x)
         elif isinstance(n, ast.Call):
-            if not isinstance(n.func, ast.Name) or n.func.id not in FLOAT_FUNCS:
-                self._fail(f"unknown function; known: {', '.join(FLOAT_FUNCS)}")
-            if len(n.args) != FLOAT_FUNCS[n.func.id] or n.keywords:
-                self._fail(f"{n.func.id} takes {FLOAT_FUNCS[n.func.id]} argument(s)")
+            if not isinstance(n.func, ast.Name) or n.func.id not in ARITY:
+                self._fail(f"unknown function '{ast.unparse(n.func)}'; known: {', '.join(ARITY)}")
+            if len(n.args) != ARITY[n.func.id] or n.keywords:
+                self._fail(f"{n.func.id} takes {ARITY[n.func.id]} argument(s)")
             for x in n.args:
                 self._validate(x)
         else:
             self._fail(f"unsupported syntax '{ast.unparse(n)}'")
+
+    def int_divisors(self) -> list:
+        """Arguments that divide integers (second argument of the division helpers): integral
+        loops check them for zeros first, as PyTorch raises ZeroDivisionError."""
+        out = []
+        for n in ast.walk(self.tree):
+            if (isinstance(n, ast.Call) and n.func.id in INT_DIVISION and isinstance(n.args[1], ast.Name)
+                    and n.args[1].id not in out):
+                out.append(n.args[1].id)
+        return out
 
     def uses_functions(self) -> bool:
         return any(isinstance(n, ast.Call) for n in ast.walk(self.tree))
@@ -99,6 +126,18 @@ class PointwiseExpr:
                 return f"({r(n.left)} {_CMP[type(n.ops[0])]} {r(n.comparators[0])})"
             if isinstance(n, ast.IfExp):
                 return f"({r(n.test)} ? {r(n.body)} : {r(n.orelse)})"
+            if isinstance(n, ast.BoolOp):
+                j = " && " if isinstance(n.op, ast.And) else " || "
+                return "(" + j.join(r(v) for v in n.values) + ")"
+            if isinstance(n, ast.Call) and n.func.id in HELPERS:
+                args = ", ".join(_unwrap(r(a)) for a in n.args)
+                return f"yt__pw_{n.func.id}_{HELPER_SUFFIX[ctype]}({args})"
+            if isinstance(n, ast.Call) and not is_float and n.func.id in ROUNDING:
+                return r(n.args[0])
+            if isinstance(n, ast.Call) and not is_float and n.func.id in CLASSIFY:
+                return f"({ctype})({CLASSIFY[n.func.id]} + 0 * {r(n.args[0])})"
+            if isinstance(n, ast.Call) and n.func.id in CLASSIFY:
+                return f"({n.func.id}({_unwrap(r(n.args[0]))}) != 0)"
             if isinstance(n, ast.Call):
                 if not is_float:
                     self._fail(f"{n.func.id}() has no {dtype} form (declare result_dtype: floating)")

@@ -746,6 +746,1139 @@ yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *expo
     return status;
 }
 
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * backward, from derivatives.yaml:159:
+ *   exponent: pow_scalar_backward(grad, self, result)
+ */
+typedef struct pow_scalar_node {
+    yt_node base;    /* must be first */
+    yt_scalar self;  /* used by: exponent */
+    yt_saved result; /* used by: exponent */
+} pow_scalar_node;
+
+static yt_status
+pow_scalar_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    pow_scalar_node *node = (pow_scalar_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_pow_scalar_backward(grads[0], node->self, result);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+pow_scalar_release_saved(yt_node *node_)
+{
+    pow_scalar_node *node = (pow_scalar_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind pow_scalar_node_kind = {
+    .name = "PowScalarBackward",
+    .op_name = "pow",
+    .size = sizeof(pow_scalar_node),
+    .backward = pow_scalar_backward,
+    .release_saved = pow_scalar_release_saved,
+};
+
+yt_status
+yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
+{
+    pow_scalar_node *node = (pow_scalar_node *)yt__node_new(&pow_scalar_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, exponent);
+    node->self = self;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:166:
+ *   self: sum_to(where(self > other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
+ *   other: sum_to(where(other > self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
+ */
+typedef struct maximum_node {
+    yt_node base;         /* must be first */
+    yt_saved self;        /* used by: self, other */
+    yt_saved other;       /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape other_shape; /* used by: other */
+} maximum_node;
+
+static yt_status
+maximum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    maximum_node *node = (maximum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_gt(self, other);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[0] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt(other, self);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[1] = yt_sum_to(t5, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(other);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+maximum_release_saved(yt_node *node_)
+{
+    maximum_node *node = (maximum_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind maximum_node_kind = {
+    .name = "MaximumBackward",
+    .op_name = "maximum",
+    .size = sizeof(maximum_node),
+    .backward = maximum_backward,
+    .release_saved = maximum_release_saved,
+};
+
+yt_status
+yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    maximum_node *node = (maximum_node *)yt__node_new(&maximum_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:170:
+ *   self: sum_to(where(self < other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
+ *   other: sum_to(where(other < self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
+ */
+typedef struct minimum_node {
+    yt_node base;         /* must be first */
+    yt_saved self;        /* used by: self, other */
+    yt_saved other;       /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape other_shape; /* used by: other */
+} minimum_node;
+
+static yt_status
+minimum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    minimum_node *node = (minimum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_lt(self, other);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[0] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_lt(other, self);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[1] = yt_sum_to(t5, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(other);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+minimum_release_saved(yt_node *node_)
+{
+    minimum_node *node = (minimum_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind minimum_node_kind = {
+    .name = "MinimumBackward",
+    .op_name = "minimum",
+    .size = sizeof(minimum_node),
+    .backward = minimum_backward,
+    .release_saved = minimum_release_saved,
+};
+
+yt_status
+yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    minimum_node *node = (minimum_node *)yt__node_new(&minimum_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: where(self < min, zeros_like(grad), grad)
+ */
+typedef struct clamp_min_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+    yt_scalar min; /* used by: self */
+} clamp_min_node;
+
+static yt_status
+clamp_min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_min_node *node = (clamp_min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_lt_scalar(self, node->min);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        out[0] = yt_where(t0, t1, grads[0]);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_min_release_saved(yt_node *node_)
+{
+    clamp_min_node *node = (clamp_min_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_min_node_kind = {
+    .name = "ClampMinBackward",
+    .op_name = "clamp_min",
+    .size = sizeof(clamp_min_node),
+    .backward = clamp_min_backward,
+    .release_saved = clamp_min_release_saved,
+};
+
+yt_status
+yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
+{
+    clamp_min_node *node = (clamp_min_node *)yt__node_new(&clamp_min_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min = min;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * backward, from derivatives.yaml:177:
+ *   self: where(self > max, zeros_like(grad), grad)
+ */
+typedef struct clamp_max_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+    yt_scalar max; /* used by: self */
+} clamp_max_node;
+
+static yt_status
+clamp_max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_max_node *node = (clamp_max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt_scalar(self, node->max);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        out[0] = yt_where(t0, t1, grads[0]);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_max_release_saved(yt_node *node_)
+{
+    clamp_max_node *node = (clamp_max_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_max_node_kind = {
+    .name = "ClampMaxBackward",
+    .op_name = "clamp_max",
+    .size = sizeof(clamp_max_node),
+    .backward = clamp_max_backward,
+    .release_saved = clamp_max_release_saved,
+};
+
+yt_status
+yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
+{
+    clamp_max_node *node = (clamp_max_node *)yt__node_new(&clamp_max_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->max = max;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * backward, from derivatives.yaml:180:
+ *   self: sum_to(where(self < min, zeros_like(grad), grad), self.shape)
+ *   min: sum_to(grad * (self < min), min.shape)
+ */
+typedef struct clamp_min_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, min */
+    yt_saved min;        /* used by: self, min */
+    yt_shape self_shape; /* used by: self */
+    yt_shape min_shape;  /* used by: min */
+} clamp_min_tensor_node;
+
+static yt_status
+clamp_min_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_min_tensor_node *node = (clamp_min_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *t0 = yt_lt(self, min);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *t2 = yt_where(t0, t1, grads[0]);
+        out[0] = yt_sum_to(t2, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *t0 = yt_lt(self, min);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[1] = yt_sum_to(t1, node->min_shape.sizes, node->min_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(min);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_min_tensor_release_saved(yt_node *node_)
+{
+    clamp_min_tensor_node *node = (clamp_min_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+}
+
+static const yt_node_kind clamp_min_tensor_node_kind = {
+    .name = "ClampMinTensorBackward",
+    .op_name = "clamp_min",
+    .size = sizeof(clamp_min_tensor_node),
+    .backward = clamp_min_tensor_backward,
+    .release_saved = clamp_min_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
+{
+    clamp_min_tensor_node *node =
+        (clamp_min_tensor_node *)yt__node_new(&clamp_min_tensor_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, min);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->min_shape, min);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * backward, from derivatives.yaml:184:
+ *   self: sum_to(where(self > max, zeros_like(grad), grad), self.shape)
+ *   max: sum_to(grad * (self > max), max.shape)
+ */
+typedef struct clamp_max_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, max */
+    yt_saved max;        /* used by: self, max */
+    yt_shape self_shape; /* used by: self */
+    yt_shape max_shape;  /* used by: max */
+} clamp_max_tensor_node;
+
+static yt_status
+clamp_max_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_max_tensor_node *node = (clamp_max_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_gt(self, max);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *t2 = yt_where(t0, t1, grads[0]);
+        out[0] = yt_sum_to(t2, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_gt(self, max);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[1] = yt_sum_to(t1, node->max_shape.sizes, node->max_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_max_tensor_release_saved(yt_node *node_)
+{
+    clamp_max_tensor_node *node = (clamp_max_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_max_tensor_node_kind = {
+    .name = "ClampMaxTensorBackward",
+    .op_name = "clamp_max",
+    .size = sizeof(clamp_max_tensor_node),
+    .backward = clamp_max_tensor_backward,
+    .release_saved = clamp_max_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
+{
+    clamp_max_tensor_node *node =
+        (clamp_max_tensor_node *)yt__node_new(&clamp_max_tensor_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->max_shape, max);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:188:
+ *   self: sum_to(grad, self.shape)
+ *   other: sum_to(-grad * floor_divide(self, other), other.shape)
+ */
+typedef struct remainder_node {
+    yt_node base;         /* must be first */
+    yt_shape self_shape;  /* used by: self */
+    yt_saved self;        /* used by: other */
+    yt_saved other;       /* used by: other */
+    yt_shape other_shape; /* used by: other */
+} remainder_node;
+
+static yt_status
+remainder_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    remainder_node *node = (remainder_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t1 = yt_floor_divide(self, other);
+        yt_tensor *t2 = yt_mul(t0, t1);
+        out[1] = yt_sum_to(t2, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+remainder_release_saved(yt_node *node_)
+{
+    remainder_node *node = (remainder_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind remainder_node_kind = {
+    .name = "RemainderBackward",
+    .op_name = "remainder",
+    .size = sizeof(remainder_node),
+    .backward = remainder_backward,
+    .release_saved = remainder_release_saved,
+};
+
+yt_status
+yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    remainder_node *node = (remainder_node *)yt__node_new(&remainder_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * backward, from derivatives.yaml:192:
+ *   self: grad
+ */
+typedef struct remainder_scalar_node {
+    yt_node base; /* must be first */
+} remainder_scalar_node;
+
+static yt_status
+remainder_scalar_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    remainder_scalar_node *node = (remainder_scalar_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+remainder_scalar_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind remainder_scalar_node_kind = {
+    .name = "RemainderScalarBackward",
+    .op_name = "remainder",
+    .size = sizeof(remainder_scalar_node),
+    .backward = remainder_scalar_backward,
+    .release_saved = remainder_scalar_release_saved,
+};
+
+yt_status
+yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self)
+{
+    remainder_scalar_node *node =
+        (remainder_scalar_node *)yt__node_new(&remainder_scalar_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * backward, from derivatives.yaml:198:
+ *   self: sum_to(grad - grad * weight, self.shape)
+ *   end: sum_to(grad * weight, end.shape)
+ */
+typedef struct lerp_node {
+    yt_node base;        /* must be first */
+    yt_scalar weight;    /* used by: self, end */
+    yt_shape self_shape; /* used by: self */
+    yt_shape end_shape;  /* used by: end */
+} lerp_node;
+
+static yt_status
+lerp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    lerp_node *node = (lerp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->weight);
+        yt_tensor *t1 = yt_sub_ex(grads[0], t0, yt_int(1));
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->weight);
+        out[1] = yt_sum_to(t0, node->end_shape.sizes, node->end_shape.dim);
+        yt_release(t0);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+lerp_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind lerp_node_kind = {
+    .name = "LerpBackward",
+    .op_name = "lerp",
+    .size = sizeof(lerp_node),
+    .backward = lerp_backward,
+    .release_saved = lerp_release_saved,
+};
+
+yt_status
+yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    lerp_node *node = (lerp_node *)yt__node_new(&lerp_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, end);
+    node->weight = weight;
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->end_shape, end);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * backward, from derivatives.yaml:202:
+ *   self: sum_to(grad - grad * weight, self.shape)
+ *   end: sum_to(grad * weight, end.shape)
+ *   weight: sum_to(grad * (end - self), weight.shape)
+ */
+typedef struct lerp_tensor_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: self, end */
+    yt_shape self_shape;   /* used by: self */
+    yt_shape end_shape;    /* used by: end */
+    yt_saved end;          /* used by: weight */
+    yt_saved self;         /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} lerp_tensor_node;
+
+static yt_status
+lerp_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        yt_tensor *t0 = yt_mul(grads[0], weight);
+        yt_tensor *t1 = yt_sub_ex(grads[0], t0, yt_int(1));
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        yt_tensor *t0 = yt_mul(grads[0], weight);
+        out[1] = yt_sum_to(t0, node->end_shape.sizes, node->end_shape.dim);
+        yt_release(t0);
+        yt_release(weight);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *end = yt__saved_unpack(&node->end, &node->base, "end");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sub_ex(end, self, yt_int(1));
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[2] = yt_sum_to(t1, node->weight_shape.sizes, node->weight_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(end);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+lerp_tensor_release_saved(yt_node *node_)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->end);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind lerp_tensor_node_kind = {
+    .name = "LerpTensorBackward",
+    .op_name = "lerp",
+    .size = sizeof(lerp_tensor_node),
+    .backward = lerp_tensor_backward,
+    .release_saved = lerp_tensor_release_saved,
+};
+
+yt_status
+yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)yt__node_new(&lerp_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, end);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->end_shape, end);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->end, end, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * backward, from derivatives.yaml:207:
+ *   self: sum_to(grad, self.shape)
+ *   tensor1: sum_to(grad * tensor2 * value, tensor1.shape)
+ *   tensor2: sum_to(grad * tensor1 * value, tensor2.shape)
+ */
+typedef struct addcmul_node {
+    yt_node base;           /* must be first */
+    yt_shape self_shape;    /* used by: self */
+    yt_saved tensor2;       /* used by: tensor1 */
+    yt_scalar value;        /* used by: tensor1, tensor2 */
+    yt_shape tensor1_shape; /* used by: tensor1 */
+    yt_saved tensor1;       /* used by: tensor2 */
+    yt_shape tensor2_shape; /* used by: tensor2 */
+} addcmul_node;
+
+static yt_status
+addcmul_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addcmul_node *node = (addcmul_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t0 = yt_mul(grads[0], tensor2);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        out[1] = yt_sum_to(t1, node->tensor1_shape.sizes, node->tensor1_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *tensor1 = yt__saved_unpack(&node->tensor1, &node->base, "tensor1");
+        yt_tensor *t0 = yt_mul(grads[0], tensor1);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        out[2] = yt_sum_to(t1, node->tensor2_shape.sizes, node->tensor2_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addcmul_release_saved(yt_node *node_)
+{
+    addcmul_node *node = (addcmul_node *)node_;
+    yt__saved_release(&node->tensor2);
+    yt__saved_release(&node->tensor1);
+}
+
+static const yt_node_kind addcmul_node_kind = {
+    .name = "AddcmulBackward",
+    .op_name = "addcmul",
+    .size = sizeof(addcmul_node),
+    .backward = addcmul_backward,
+    .release_saved = addcmul_release_saved,
+};
+
+yt_status
+yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                   yt_scalar value)
+{
+    addcmul_node *node = (addcmul_node *)yt__node_new(&addcmul_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, tensor1);
+    yt__node_set_edge(&node->base, 2, tensor2);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->tensor2, tensor2, false, 0);
+    node->value = value;
+    yt__shape_of(&node->tensor1_shape, tensor1);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor1, tensor1, false, 0);
+    yt__shape_of(&node->tensor2_shape, tensor2);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * backward, from derivatives.yaml:212:
+ *   self: sum_to(grad, self.shape)
+ *   tensor1: sum_to(grad * value / tensor2, tensor1.shape)
+ *   tensor2: sum_to(-grad * value * tensor1 / (tensor2 * tensor2), tensor2.shape)
+ */
+typedef struct addcdiv_node {
+    yt_node base;           /* must be first */
+    yt_shape self_shape;    /* used by: self */
+    yt_scalar value;        /* used by: tensor1, tensor2 */
+    yt_saved tensor2;       /* used by: tensor1, tensor2 */
+    yt_shape tensor1_shape; /* used by: tensor1 */
+    yt_saved tensor1;       /* used by: tensor2 */
+    yt_shape tensor2_shape; /* used by: tensor2 */
+} addcdiv_node;
+
+static yt_status
+addcdiv_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addcdiv_node *node = (addcdiv_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->value);
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t1 = yt_div(t0, tensor2);
+        out[1] = yt_sum_to(t1, node->tensor1_shape.sizes, node->tensor1_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        yt_tensor *tensor1 = yt__saved_unpack(&node->tensor1, &node->base, "tensor1");
+        yt_tensor *t2 = yt_mul(t1, tensor1);
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t3 = yt_mul(tensor2, tensor2);
+        yt_tensor *t4 = yt_div(t2, t3);
+        out[2] = yt_sum_to(t4, node->tensor2_shape.sizes, node->tensor2_shape.dim);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        yt_release(tensor1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addcdiv_release_saved(yt_node *node_)
+{
+    addcdiv_node *node = (addcdiv_node *)node_;
+    yt__saved_release(&node->tensor2);
+    yt__saved_release(&node->tensor1);
+}
+
+static const yt_node_kind addcdiv_node_kind = {
+    .name = "AddcdivBackward",
+    .op_name = "addcdiv",
+    .size = sizeof(addcdiv_node),
+    .backward = addcdiv_backward,
+    .release_saved = addcdiv_release_saved,
+};
+
+yt_status
+yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                   yt_scalar value)
+{
+    addcdiv_node *node = (addcdiv_node *)yt__node_new(&addcdiv_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, tensor1);
+    yt__node_set_edge(&node->base, 2, tensor2);
+    yt__shape_of(&node->self_shape, self);
+    node->value = value;
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor2, tensor2, false, 0);
+    yt__shape_of(&node->tensor1_shape, tensor1);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor1, tensor1, false, 0);
+    yt__shape_of(&node->tensor2_shape, tensor2);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * backward, from derivatives.yaml:162:
+ *   grad_output: sum_to(pow_scalar_backward(grad, self, output), grad_output.shape)
+ *   output: sum_to(pow_scalar_backward(grad, self, grad_output), output.shape)
+ */
+typedef struct pow_scalar_backward_node {
+    yt_node base;               /* must be first */
+    yt_scalar self;             /* used by: grad_output, output */
+    yt_saved output;            /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: output */
+    yt_shape output_shape;      /* used by: output */
+} pow_scalar_backward_node;
+
+static yt_status
+pow_scalar_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, output);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, grad_output);
+        out[1] = yt_sum_to(t0, node->output_shape.sizes, node->output_shape.dim);
+        yt_release(t0);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+pow_scalar_backward_release_saved(yt_node *node_)
+{
+    pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind pow_scalar_backward_node_kind = {
+    .name = "PowScalarBackwardBackward",
+    .op_name = "pow_scalar_backward",
+    .size = sizeof(pow_scalar_backward_node),
+    .backward = pow_scalar_backward_backward,
+    .release_saved = pow_scalar_backward_release_saved,
+};
+
+yt_status
+yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
+                               yt_tensor *output)
+{
+    pow_scalar_backward_node *node =
+        (pow_scalar_backward_node *)yt__node_new(&pow_scalar_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    node->self = self;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->output_shape, output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
  * backward, from derivatives.yaml:49:
  *   self: grad * result
@@ -1088,13 +2221,15 @@ yt__record_tanh(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* softplus(Tensor self) -> Tensor
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * backward, from derivatives.yaml:67:
- *   self: grad * sigmoid(self)
+ *   self: where(self * beta > threshold, grad, grad * sigmoid(self * beta))
  */
 typedef struct softplus_node {
-    yt_node base;  /* must be first */
-    yt_saved self; /* used by: self */
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self */
+    yt_scalar beta;      /* used by: self */
+    yt_scalar threshold; /* used by: self */
 } softplus_node;
 
 static yt_status
@@ -1104,8 +2239,16 @@ softplus_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
-        yt_tensor *t0 = yt_sigmoid(self);
-        out[0] = yt_mul(grads[0], t0);
+        yt_tensor *t0 = yt_mul_scalar(self, node->beta);
+        yt_tensor *t1 = yt_gt_scalar(t0, node->threshold);
+        yt_tensor *t2 = yt_mul_scalar(self, node->beta);
+        yt_tensor *t3 = yt_sigmoid(t2);
+        yt_tensor *t4 = yt_mul(grads[0], t3);
+        out[0] = yt_where(t1, grads[0], t4);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
         yt_release(t0);
         yt_release(self);
         if (out[0] == NULL)
@@ -1130,7 +2273,7 @@ static const yt_node_kind softplus_node_kind = {
 };
 
 yt_status
-yt__record_softplus(yt_tensor *result, yt_tensor *self)
+yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
     softplus_node *node = (softplus_node *)yt__node_new(&softplus_node_kind, 1, 1);
     if (node == NULL)
@@ -1139,6 +2282,8 @@ yt__record_softplus(yt_tensor *result, yt_tensor *self)
     yt__node_set_edge(&node->base, 0, self);
     if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->self, self, false, 0);
+    node->beta = beta;
+    node->threshold = threshold;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1245,6 +2390,1191 @@ yt__record_to(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
+/* abs(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:217:
+ *   self: grad * sign(self)
+ */
+typedef struct abs_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} abs_node;
+
+static yt_status
+abs_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    abs_node *node = (abs_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sign(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+abs_release_saved(yt_node *node_)
+{
+    abs_node *node = (abs_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind abs_node_kind = {
+    .name = "AbsBackward",
+    .op_name = "abs",
+    .size = sizeof(abs_node),
+    .backward = abs_backward,
+    .release_saved = abs_release_saved,
+};
+
+yt_status
+yt__record_abs(yt_tensor *result, yt_tensor *self)
+{
+    abs_node *node = (abs_node *)yt__node_new(&abs_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sign(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:220:
+ *   self: zeros_like(grad)
+ */
+typedef struct sign_node {
+    yt_node base; /* must be first */
+} sign_node;
+
+static yt_status
+sign_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sign_node *node = (sign_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sign_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind sign_node_kind = {
+    .name = "SignBackward",
+    .op_name = "sign",
+    .size = sizeof(sign_node),
+    .backward = sign_backward,
+    .release_saved = sign_release_saved,
+};
+
+yt_status
+yt__record_sign(yt_tensor *result, yt_tensor *self)
+{
+    sign_node *node = (sign_node *)yt__node_new(&sign_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* square(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:223:
+ *   self: grad * self * 2
+ */
+typedef struct square_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} square_node;
+
+static yt_status
+square_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    square_node *node = (square_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_mul(grads[0], self);
+        out[0] = yt_mul_scalar(t0, yt_int(2));
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+square_release_saved(yt_node *node_)
+{
+    square_node *node = (square_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind square_node_kind = {
+    .name = "SquareBackward",
+    .op_name = "square",
+    .size = sizeof(square_node),
+    .backward = square_backward,
+    .release_saved = square_release_saved,
+};
+
+yt_status
+yt__record_square(yt_tensor *result, yt_tensor *self)
+{
+    square_node *node = (square_node *)yt__node_new(&square_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* reciprocal(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:226:
+ *   self: -grad * result * result
+ */
+typedef struct reciprocal_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} reciprocal_node;
+
+static yt_status
+reciprocal_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    reciprocal_node *node = (reciprocal_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t1 = yt_mul(t0, result);
+        out[0] = yt_mul(t1, result);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+reciprocal_release_saved(yt_node *node_)
+{
+    reciprocal_node *node = (reciprocal_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind reciprocal_node_kind = {
+    .name = "ReciprocalBackward",
+    .op_name = "reciprocal",
+    .size = sizeof(reciprocal_node),
+    .backward = reciprocal_backward,
+    .release_saved = reciprocal_release_saved,
+};
+
+yt_status
+yt__record_reciprocal(yt_tensor *result, yt_tensor *self)
+{
+    reciprocal_node *node = (reciprocal_node *)yt__node_new(&reciprocal_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* rsqrt(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:229:
+ *   self: grad * result * result * result * -0.5
+ */
+typedef struct rsqrt_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} rsqrt_node;
+
+static yt_status
+rsqrt_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    rsqrt_node *node = (rsqrt_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t0 = yt_mul(grads[0], result);
+        yt_tensor *t1 = yt_mul(t0, result);
+        yt_tensor *t2 = yt_mul(t1, result);
+        out[0] = yt_mul_scalar(t2, yt_float(-0.5));
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+rsqrt_release_saved(yt_node *node_)
+{
+    rsqrt_node *node = (rsqrt_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind rsqrt_node_kind = {
+    .name = "RsqrtBackward",
+    .op_name = "rsqrt",
+    .size = sizeof(rsqrt_node),
+    .backward = rsqrt_backward,
+    .release_saved = rsqrt_release_saved,
+};
+
+yt_status
+yt__record_rsqrt(yt_tensor *result, yt_tensor *self)
+{
+    rsqrt_node *node = (rsqrt_node *)yt__node_new(&rsqrt_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* expm1(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:232:
+ *   self: grad * (result + 1)
+ */
+typedef struct expm1_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} expm1_node;
+
+static yt_status
+expm1_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    expm1_node *node = (expm1_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t0 = yt_add_scalar_ex(result, yt_int(1), yt_int(1));
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+expm1_release_saved(yt_node *node_)
+{
+    expm1_node *node = (expm1_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind expm1_node_kind = {
+    .name = "Expm1Backward",
+    .op_name = "expm1",
+    .size = sizeof(expm1_node),
+    .backward = expm1_backward,
+    .release_saved = expm1_release_saved,
+};
+
+yt_status
+yt__record_expm1(yt_tensor *result, yt_tensor *self)
+{
+    expm1_node *node = (expm1_node *)yt__node_new(&expm1_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log1p(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:235:
+ *   self: grad / (self + 1)
+ */
+typedef struct log1p_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} log1p_node;
+
+static yt_status
+log1p_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log1p_node *node = (log1p_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_add_scalar_ex(self, yt_int(1), yt_int(1));
+        out[0] = yt_div(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log1p_release_saved(yt_node *node_)
+{
+    log1p_node *node = (log1p_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind log1p_node_kind = {
+    .name = "Log1pBackward",
+    .op_name = "log1p",
+    .size = sizeof(log1p_node),
+    .backward = log1p_backward,
+    .release_saved = log1p_release_saved,
+};
+
+yt_status
+yt__record_log1p(yt_tensor *result, yt_tensor *self)
+{
+    log1p_node *node = (log1p_node *)yt__node_new(&log1p_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log2(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:238:
+ *   self: grad / (self * 0.6931471805599453)
+ */
+typedef struct log2_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} log2_node;
+
+static yt_status
+log2_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log2_node *node = (log2_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_mul_scalar(self, yt_float(0.6931471805599453));
+        out[0] = yt_div(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log2_release_saved(yt_node *node_)
+{
+    log2_node *node = (log2_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind log2_node_kind = {
+    .name = "Log2Backward",
+    .op_name = "log2",
+    .size = sizeof(log2_node),
+    .backward = log2_backward,
+    .release_saved = log2_release_saved,
+};
+
+yt_status
+yt__record_log2(yt_tensor *result, yt_tensor *self)
+{
+    log2_node *node = (log2_node *)yt__node_new(&log2_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sin(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:241:
+ *   self: grad * cos(self)
+ */
+typedef struct sin_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} sin_node;
+
+static yt_status
+sin_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sin_node *node = (sin_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_cos(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sin_release_saved(yt_node *node_)
+{
+    sin_node *node = (sin_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind sin_node_kind = {
+    .name = "SinBackward",
+    .op_name = "sin",
+    .size = sizeof(sin_node),
+    .backward = sin_backward,
+    .release_saved = sin_release_saved,
+};
+
+yt_status
+yt__record_sin(yt_tensor *result, yt_tensor *self)
+{
+    sin_node *node = (sin_node *)yt__node_new(&sin_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cos(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:244:
+ *   self: -grad * sin(self)
+ */
+typedef struct cos_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} cos_node;
+
+static yt_status
+cos_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cos_node *node = (cos_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t1 = yt_sin(self);
+        out[0] = yt_mul(t0, t1);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cos_release_saved(yt_node *node_)
+{
+    cos_node *node = (cos_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind cos_node_kind = {
+    .name = "CosBackward",
+    .op_name = "cos",
+    .size = sizeof(cos_node),
+    .backward = cos_backward,
+    .release_saved = cos_release_saved,
+};
+
+yt_status
+yt__record_cos(yt_tensor *result, yt_tensor *self)
+{
+    cos_node *node = (cos_node *)yt__node_new(&cos_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* erf(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:247:
+ *   self: grad * exp(-self * self) * 1.1283791670955126
+ */
+typedef struct erf_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} erf_node;
+
+static yt_status
+erf_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    erf_node *node = (erf_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_neg(self);
+        yt_tensor *t1 = yt_mul(t0, self);
+        yt_tensor *t2 = yt_exp(t1);
+        yt_tensor *t3 = yt_mul(grads[0], t2);
+        out[0] = yt_mul_scalar(t3, yt_float(1.1283791670955126));
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+erf_release_saved(yt_node *node_)
+{
+    erf_node *node = (erf_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind erf_node_kind = {
+    .name = "ErfBackward",
+    .op_name = "erf",
+    .size = sizeof(erf_node),
+    .backward = erf_backward,
+    .release_saved = erf_release_saved,
+};
+
+yt_status
+yt__record_erf(yt_tensor *result, yt_tensor *self)
+{
+    erf_node *node = (erf_node *)yt__node_new(&erf_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* floor(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:250:
+ *   self: zeros_like(grad)
+ */
+typedef struct floor_node {
+    yt_node base; /* must be first */
+} floor_node;
+
+static yt_status
+floor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    floor_node *node = (floor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+floor_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind floor_node_kind = {
+    .name = "FloorBackward",
+    .op_name = "floor",
+    .size = sizeof(floor_node),
+    .backward = floor_backward,
+    .release_saved = floor_release_saved,
+};
+
+yt_status
+yt__record_floor(yt_tensor *result, yt_tensor *self)
+{
+    floor_node *node = (floor_node *)yt__node_new(&floor_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* ceil(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:253:
+ *   self: zeros_like(grad)
+ */
+typedef struct ceil_node {
+    yt_node base; /* must be first */
+} ceil_node;
+
+static yt_status
+ceil_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    ceil_node *node = (ceil_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+ceil_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind ceil_node_kind = {
+    .name = "CeilBackward",
+    .op_name = "ceil",
+    .size = sizeof(ceil_node),
+    .backward = ceil_backward,
+    .release_saved = ceil_release_saved,
+};
+
+yt_status
+yt__record_ceil(yt_tensor *result, yt_tensor *self)
+{
+    ceil_node *node = (ceil_node *)yt__node_new(&ceil_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* round(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:256:
+ *   self: zeros_like(grad)
+ */
+typedef struct round_node {
+    yt_node base; /* must be first */
+} round_node;
+
+static yt_status
+round_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    round_node *node = (round_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+round_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind round_node_kind = {
+    .name = "RoundBackward",
+    .op_name = "round",
+    .size = sizeof(round_node),
+    .backward = round_backward,
+    .release_saved = round_release_saved,
+};
+
+yt_status
+yt__record_round(yt_tensor *result, yt_tensor *self)
+{
+    round_node *node = (round_node *)yt__node_new(&round_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* trunc(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:259:
+ *   self: zeros_like(grad)
+ */
+typedef struct trunc_node {
+    yt_node base; /* must be first */
+} trunc_node;
+
+static yt_status
+trunc_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    trunc_node *node = (trunc_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+trunc_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind trunc_node_kind = {
+    .name = "TruncBackward",
+    .op_name = "trunc",
+    .size = sizeof(trunc_node),
+    .backward = trunc_backward,
+    .release_saved = trunc_release_saved,
+};
+
+yt_status
+yt__record_trunc(yt_tensor *result, yt_tensor *self)
+{
+    trunc_node *node = (trunc_node *)yt__node_new(&trunc_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * backward, from derivatives.yaml:262:
+ *   self: leaky_relu_backward(grad, self, negative_slope)
+ */
+typedef struct leaky_relu_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_scalar negative_slope; /* used by: self */
+} leaky_relu_node;
+
+static yt_status
+leaky_relu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    leaky_relu_node *node = (leaky_relu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_leaky_relu_backward(grads[0], self, node->negative_slope);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+leaky_relu_release_saved(yt_node *node_)
+{
+    leaky_relu_node *node = (leaky_relu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind leaky_relu_node_kind = {
+    .name = "LeakyReluBackward",
+    .op_name = "leaky_relu",
+    .size = sizeof(leaky_relu_node),
+    .backward = leaky_relu_backward,
+    .release_saved = leaky_relu_release_saved,
+};
+
+yt_status
+yt__record_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
+{
+    leaky_relu_node *node = (leaky_relu_node *)yt__node_new(&leaky_relu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->negative_slope = negative_slope;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * backward, from derivatives.yaml:265:
+ *   grad_output: sum_to(leaky_relu_backward(grad, self, negative_slope), grad_output.shape)
+ *   self: zeros_like(self)
+ */
+typedef struct leaky_relu_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_scalar negative_slope;   /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} leaky_relu_backward_node;
+
+static yt_status
+leaky_relu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    leaky_relu_backward_node *node = (leaky_relu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_leaky_relu_backward(grads[0], self, node->negative_slope);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+leaky_relu_backward_release_saved(yt_node *node_)
+{
+    leaky_relu_backward_node *node = (leaky_relu_backward_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind leaky_relu_backward_node_kind = {
+    .name = "LeakyReluBackwardBackward",
+    .op_name = "leaky_relu_backward",
+    .size = sizeof(leaky_relu_backward_node),
+    .backward = leaky_relu_backward_backward,
+    .release_saved = leaky_relu_backward_release_saved,
+};
+
+yt_status
+yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               yt_scalar negative_slope)
+{
+    leaky_relu_backward_node *node =
+        (leaky_relu_backward_node *)yt__node_new(&leaky_relu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->negative_slope = negative_slope;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * backward, from derivatives.yaml:269:
+ *   self: elu_backward(grad, alpha, scale, input_scale, self)
+ */
+typedef struct elu_node {
+    yt_node base;          /* must be first */
+    yt_scalar alpha;       /* used by: self */
+    yt_scalar scale;       /* used by: self */
+    yt_scalar input_scale; /* used by: self */
+    yt_saved self;         /* used by: self */
+} elu_node;
+
+static yt_status
+elu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    elu_node *node = (elu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_elu_backward(grads[0], node->alpha, node->scale, node->input_scale, self);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+elu_release_saved(yt_node *node_)
+{
+    elu_node *node = (elu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind elu_node_kind = {
+    .name = "EluBackward",
+    .op_name = "elu",
+    .size = sizeof(elu_node),
+    .backward = elu_backward,
+    .release_saved = elu_release_saved,
+};
+
+yt_status
+yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+               yt_scalar input_scale)
+{
+    elu_node *node = (elu_node *)yt__node_new(&elu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->alpha = alpha;
+    node->scale = scale;
+    node->input_scale = input_scale;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * backward, from derivatives.yaml:272:
+ *   grad_output: sum_to(elu_backward(grad, alpha, scale, input_scale, self), grad_output.shape)
+ *   self: sum_to(where(self > 0, zeros_like(grad), elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, self)), self.shape)
+ */
+typedef struct elu_backward_node {
+    yt_node base;               /* must be first */
+    yt_scalar alpha;            /* used by: grad_output, self */
+    yt_scalar scale;            /* used by: grad_output, self */
+    yt_scalar input_scale;      /* used by: grad_output, self */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: self */
+    yt_shape self_shape;        /* used by: self */
+} elu_backward_node;
+
+static yt_status
+elu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    elu_backward_node *node = (elu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 =
+            yt_elu_backward(grads[0], node->alpha, node->scale, node->input_scale, self);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt_scalar(self, yt_int(0));
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *t2 = yt_mul(grads[0], grad_output);
+        yt_tensor *t3 = yt_mul_scalar(t2, node->input_scale);
+        yt_tensor *t4 = yt_elu_backward(t3, node->alpha, node->scale, node->input_scale, self);
+        yt_tensor *t5 = yt_where(t0, t1, t4);
+        out[1] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(grad_output);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+elu_backward_release_saved(yt_node *node_)
+{
+    elu_backward_node *node = (elu_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind elu_backward_node_kind = {
+    .name = "EluBackwardBackward",
+    .op_name = "elu_backward",
+    .size = sizeof(elu_backward_node),
+    .backward = elu_backward_backward,
+    .release_saved = elu_backward_release_saved,
+};
+
+yt_status
+yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                        yt_scalar input_scale, yt_tensor *self)
+{
+    elu_backward_node *node = (elu_backward_node *)yt__node_new(&elu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->alpha = alpha;
+    node->scale = scale;
+    node->input_scale = input_scale;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* silu(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:276:
+ *   self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+ */
+typedef struct silu_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} silu_node;
+
+static yt_status
+silu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    silu_node *node = (silu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sigmoid(self);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        yt_tensor *t2 = yt_sigmoid(self);
+        yt_tensor *t3 = yt_rsub(t2, yt_int(1));
+        yt_tensor *t4 = yt_mul(self, t3);
+        yt_tensor *t5 = yt_add_scalar_ex(t4, yt_int(1), yt_int(1));
+        out[0] = yt_mul(t1, t5);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+silu_release_saved(yt_node *node_)
+{
+    silu_node *node = (silu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind silu_node_kind = {
+    .name = "SiluBackward",
+    .op_name = "silu",
+    .size = sizeof(silu_node),
+    .backward = silu_backward,
+    .release_saved = silu_release_saved,
+};
+
+yt_status
+yt__record_silu(yt_tensor *result, yt_tensor *self)
+{
+    silu_node *node = (silu_node *)yt__node_new(&silu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * backward, from derivatives.yaml:94:
  *   self: sum_to(where(condition, grad, zeros_like(grad)), self.shape)
@@ -1316,6 +3646,145 @@ yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_te
         status = yt__saved_init(&node->condition, condition, false, 0);
     yt__shape_of(&node->self_shape, self);
     yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:315:
+ *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
+ */
+typedef struct masked_fill_node {
+    yt_node base;        /* must be first */
+    yt_saved mask;       /* used by: self */
+    yt_shape self_shape; /* used by: self */
+} masked_fill_node;
+
+static yt_status
+masked_fill_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    masked_fill_node *node = (masked_fill_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, t0, grads[0]);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+masked_fill_release_saved(yt_node *node_)
+{
+    masked_fill_node *node = (masked_fill_node *)node_;
+    yt__saved_release(&node->mask);
+}
+
+static const yt_node_kind masked_fill_node_kind = {
+    .name = "MaskedFillBackward",
+    .op_name = "masked_fill",
+    .size = sizeof(masked_fill_node),
+    .backward = masked_fill_backward,
+    .release_saved = masked_fill_release_saved,
+};
+
+yt_status
+yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask)
+{
+    masked_fill_node *node = (masked_fill_node *)yt__node_new(&masked_fill_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->mask, mask, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * backward, from derivatives.yaml:318:
+ *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
+ *   value: sum_to(where(mask, grad, zeros_like(grad)), value.shape)
+ */
+typedef struct masked_fill_tensor_node {
+    yt_node base;         /* must be first */
+    yt_saved mask;        /* used by: self, value */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape value_shape; /* used by: value */
+} masked_fill_tensor_node;
+
+static yt_status
+masked_fill_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    masked_fill_tensor_node *node = (masked_fill_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, t0, grads[0]);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, grads[0], t0);
+        out[2] = yt_sum_to(t1, node->value_shape.sizes, node->value_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+masked_fill_tensor_release_saved(yt_node *node_)
+{
+    masked_fill_tensor_node *node = (masked_fill_tensor_node *)node_;
+    yt__saved_release(&node->mask);
+}
+
+static const yt_node_kind masked_fill_tensor_node_kind = {
+    .name = "MaskedFillTensorBackward",
+    .op_name = "masked_fill",
+    .size = sizeof(masked_fill_tensor_node),
+    .backward = masked_fill_tensor_backward,
+    .release_saved = masked_fill_tensor_release_saved,
+};
+
+yt_status
+yt__record_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_tensor *value)
+{
+    masked_fill_tensor_node *node =
+        (masked_fill_tensor_node *)yt__node_new(&masked_fill_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, value);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->mask, mask, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->value_shape, value);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1688,7 +4157,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:165:
+ * backward, from derivatives.yaml:328:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -1761,7 +4230,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:169:
+ * backward, from derivatives.yaml:332:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -1855,7 +4324,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:174:
+ * backward, from derivatives.yaml:337:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha

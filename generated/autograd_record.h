@@ -26,17 +26,67 @@ YT_INTERNAL yt_status yt__record_neg(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent);
 YT_INTERNAL yt_status yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
                                                    yt_tensor *exponent);
+YT_INTERNAL yt_status yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent);
+YT_INTERNAL yt_status yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min);
+YT_INTERNAL yt_status yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max);
+YT_INTERNAL yt_status yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *min);
+YT_INTERNAL yt_status yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *max);
+YT_INTERNAL yt_status yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                      yt_scalar weight);
+YT_INTERNAL yt_status yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                             yt_tensor *weight);
+YT_INTERNAL yt_status yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                         yt_tensor *tensor2, yt_scalar value);
+YT_INTERNAL yt_status yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                         yt_tensor *tensor2, yt_scalar value);
+YT_INTERNAL yt_status yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_scalar self, yt_tensor *output);
 YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_relu(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sigmoid(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_tanh(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                          yt_scalar threshold);
 YT_INTERNAL yt_status yt__record_clone(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_to(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_abs(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_sign(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_square(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_reciprocal(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_rsqrt(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_expm1(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_log1p(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_log2(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_sin(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_cos(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_erf(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_floor(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_ceil(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_round(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_trunc(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_leaky_relu(yt_tensor *result, yt_tensor *self,
+                                            yt_scalar negative_slope);
+YT_INTERNAL yt_status yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *self, yt_scalar negative_slope);
+YT_INTERNAL yt_status yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                     yt_scalar scale, yt_scalar input_scale);
+YT_INTERNAL yt_status yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                              yt_scalar alpha, yt_scalar scale,
+                                              yt_scalar input_scale, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_silu(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
                                        yt_tensor *other);
+YT_INTERNAL yt_status yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask);
+YT_INTERNAL yt_status yt__record_masked_fill_tensor(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *mask, yt_tensor *value);
 YT_INTERNAL yt_status yt__record_sum(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                          int dim_len, bool keepdim);

@@ -55,6 +55,66 @@ const yt__pow_tensor_tensor_kernel_fn yt__pow_tensor_tensor_kernels[YT_DEVICE_CO
     [YT_DEVICE_CPU] = yt__cpu_pow_tensor_tensor,
 };
 
+const yt__pow_scalar_kernel_fn yt__pow_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_pow_scalar,
+};
+
+const yt__maximum_kernel_fn yt__maximum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_maximum,
+};
+
+const yt__minimum_kernel_fn yt__minimum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_minimum,
+};
+
+const yt__clamp_min_kernel_fn yt__clamp_min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_min,
+};
+
+const yt__clamp_max_kernel_fn yt__clamp_max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_max,
+};
+
+const yt__clamp_min_tensor_kernel_fn yt__clamp_min_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_min_tensor,
+};
+
+const yt__clamp_max_tensor_kernel_fn yt__clamp_max_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_max_tensor,
+};
+
+const yt__remainder_kernel_fn yt__remainder_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_remainder,
+};
+
+const yt__remainder_scalar_kernel_fn yt__remainder_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_remainder_scalar,
+};
+
+const yt__floor_divide_kernel_fn yt__floor_divide_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_floor_divide,
+};
+
+const yt__lerp_kernel_fn yt__lerp_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_lerp,
+};
+
+const yt__lerp_tensor_kernel_fn yt__lerp_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_lerp_tensor,
+};
+
+const yt__addcmul_kernel_fn yt__addcmul_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_addcmul,
+};
+
+const yt__addcdiv_kernel_fn yt__addcdiv_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_addcdiv,
+};
+
+const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_pow_scalar_backward,
+};
+
 const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_exp,
 };
@@ -91,6 +151,94 @@ const yt__to_kernel_fn yt__to_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_to_dtype,
 };
 
+const yt__abs_kernel_fn yt__abs_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_abs,
+};
+
+const yt__sign_kernel_fn yt__sign_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sign,
+};
+
+const yt__square_kernel_fn yt__square_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_square,
+};
+
+const yt__reciprocal_kernel_fn yt__reciprocal_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_reciprocal,
+};
+
+const yt__rsqrt_kernel_fn yt__rsqrt_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_rsqrt,
+};
+
+const yt__expm1_kernel_fn yt__expm1_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_expm1,
+};
+
+const yt__log1p_kernel_fn yt__log1p_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log1p,
+};
+
+const yt__log2_kernel_fn yt__log2_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log2,
+};
+
+const yt__sin_kernel_fn yt__sin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sin,
+};
+
+const yt__cos_kernel_fn yt__cos_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cos,
+};
+
+const yt__erf_kernel_fn yt__erf_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_erf,
+};
+
+const yt__floor_kernel_fn yt__floor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_floor,
+};
+
+const yt__ceil_kernel_fn yt__ceil_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ceil,
+};
+
+const yt__round_kernel_fn yt__round_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_round,
+};
+
+const yt__trunc_kernel_fn yt__trunc_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_trunc,
+};
+
+const yt__leaky_relu_kernel_fn yt__leaky_relu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_leaky_relu,
+};
+
+const yt__leaky_relu_backward_kernel_fn yt__leaky_relu_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_leaky_relu_backward,
+};
+
+const yt__elu_kernel_fn yt__elu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_elu,
+};
+
+const yt__elu_backward_kernel_fn yt__elu_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_elu_backward,
+};
+
+const yt__silu_kernel_fn yt__silu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_silu,
+};
+
+const yt__isnan_kernel_fn yt__isnan_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_isnan,
+};
+
+const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_isfinite,
+};
+
 const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_eq,
 };
@@ -117,6 +265,54 @@ const yt__gt_scalar_kernel_fn yt__gt_scalar_kernels[YT_DEVICE_COUNT] = {
 
 const yt__where_kernel_fn yt__where_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_where,
+};
+
+const yt__ne_kernel_fn yt__ne_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ne,
+};
+
+const yt__ne_scalar_kernel_fn yt__ne_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ne_scalar,
+};
+
+const yt__le_kernel_fn yt__le_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_le,
+};
+
+const yt__le_scalar_kernel_fn yt__le_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_le_scalar,
+};
+
+const yt__ge_kernel_fn yt__ge_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ge,
+};
+
+const yt__ge_scalar_kernel_fn yt__ge_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ge_scalar,
+};
+
+const yt__logical_and_kernel_fn yt__logical_and_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_and,
+};
+
+const yt__logical_or_kernel_fn yt__logical_or_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_or,
+};
+
+const yt__logical_xor_kernel_fn yt__logical_xor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_xor,
+};
+
+const yt__logical_not_kernel_fn yt__logical_not_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_not,
+};
+
+const yt__masked_fill_kernel_fn yt__masked_fill_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_masked_fill,
+};
+
+const yt__masked_fill_tensor_kernel_fn yt__masked_fill_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_masked_fill_tensor,
 };
 
 const yt__sum_kernel_fn yt__sum_kernels[YT_DEVICE_COUNT] = {

@@ -76,6 +76,81 @@ extern const yt__pow_tensor_tensor_kernel_fn yt__pow_tensor_tensor_kernels[YT_DE
 YT_INTERNAL yt_status yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
                                                 yt_tensor *exponent);
 
+typedef yt_status (*yt__pow_scalar_kernel_fn)(yt_tensor *result, yt_scalar self,
+                                              yt_tensor *exponent);
+extern const yt__pow_scalar_kernel_fn yt__pow_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent);
+
+typedef yt_status (*yt__maximum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__maximum_kernel_fn yt__maximum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__minimum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__minimum_kernel_fn yt__minimum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__clamp_min_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar min);
+extern const yt__clamp_min_kernel_fn yt__clamp_min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min);
+
+typedef yt_status (*yt__clamp_max_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar max);
+extern const yt__clamp_max_kernel_fn yt__clamp_max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max);
+
+typedef yt_status (*yt__clamp_min_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *min);
+extern const yt__clamp_min_tensor_kernel_fn yt__clamp_min_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min);
+
+typedef yt_status (*yt__clamp_max_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *max);
+extern const yt__clamp_max_tensor_kernel_fn yt__clamp_max_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max);
+
+typedef yt_status (*yt__remainder_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__remainder_kernel_fn yt__remainder_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__remainder_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_scalar other);
+extern const yt__remainder_scalar_kernel_fn yt__remainder_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__floor_divide_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                yt_tensor *other);
+extern const yt__floor_divide_kernel_fn yt__floor_divide_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__lerp_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                        yt_scalar weight);
+extern const yt__lerp_kernel_fn yt__lerp_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                   yt_scalar weight);
+
+typedef yt_status (*yt__lerp_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                               yt_tensor *weight);
+extern const yt__lerp_tensor_kernel_fn yt__lerp_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                          yt_tensor *weight);
+
+typedef yt_status (*yt__addcmul_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                           yt_tensor *tensor2, yt_scalar value);
+extern const yt__addcmul_kernel_fn yt__addcmul_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                      yt_tensor *tensor2, yt_scalar value);
+
+typedef yt_status (*yt__addcdiv_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                           yt_tensor *tensor2, yt_scalar value);
+extern const yt__addcdiv_kernel_fn yt__addcdiv_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                      yt_tensor *tensor2, yt_scalar value);
+
+typedef yt_status (*yt__pow_scalar_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_scalar self, yt_tensor *output);
+extern const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_scalar self, yt_tensor *output);
+
 typedef yt_status (*yt__exp_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_exp(yt_tensor *result, yt_tensor *self);
@@ -100,9 +175,11 @@ typedef yt_status (*yt__tanh_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__tanh_kernel_fn yt__tanh_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_tanh(yt_tensor *result, yt_tensor *self);
 
-typedef yt_status (*yt__softplus_kernel_fn)(yt_tensor *result, yt_tensor *self);
+typedef yt_status (*yt__softplus_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                            yt_scalar threshold);
 extern const yt__softplus_kernel_fn yt__softplus_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_softplus(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                       yt_scalar threshold);
 
 typedef yt_status (*yt__clone_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__clone_kernel_fn yt__clone_kernels[YT_DEVICE_COUNT];
@@ -111,6 +188,104 @@ YT_INTERNAL yt_status yt__cpu_clone(yt_tensor *result, yt_tensor *self);
 typedef yt_status (*yt__to_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__to_kernel_fn yt__to_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_to_dtype(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+
+typedef yt_status (*yt__abs_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__abs_kernel_fn yt__abs_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_abs(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__sign_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__sign_kernel_fn yt__sign_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sign(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__square_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__square_kernel_fn yt__square_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_square(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__reciprocal_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__reciprocal_kernel_fn yt__reciprocal_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__rsqrt_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__rsqrt_kernel_fn yt__rsqrt_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__expm1_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__expm1_kernel_fn yt__expm1_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_expm1(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__log1p_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__log1p_kernel_fn yt__log1p_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log1p(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__log2_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__log2_kernel_fn yt__log2_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log2(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__sin_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__sin_kernel_fn yt__sin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sin(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__cos_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__cos_kernel_fn yt__cos_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cos(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__erf_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__erf_kernel_fn yt__erf_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_erf(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__floor_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__floor_kernel_fn yt__floor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_floor(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__ceil_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__ceil_kernel_fn yt__ceil_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ceil(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__round_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__round_kernel_fn yt__round_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_round(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__trunc_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__trunc_kernel_fn yt__trunc_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_trunc(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__leaky_relu_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              yt_scalar negative_slope);
+extern const yt__leaky_relu_kernel_fn yt__leaky_relu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self,
+                                         yt_scalar negative_slope);
+
+typedef yt_status (*yt__leaky_relu_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *self, yt_scalar negative_slope);
+extern const yt__leaky_relu_backward_kernel_fn yt__leaky_relu_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, yt_scalar negative_slope);
+
+typedef yt_status (*yt__elu_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                       yt_scalar scale, yt_scalar input_scale);
+extern const yt__elu_kernel_fn yt__elu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                  yt_scalar scale, yt_scalar input_scale);
+
+typedef yt_status (*yt__elu_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                yt_scalar alpha, yt_scalar scale,
+                                                yt_scalar input_scale, yt_tensor *self);
+extern const yt__elu_backward_kernel_fn yt__elu_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                           yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
+                                           yt_tensor *self);
+
+typedef yt_status (*yt__silu_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__silu_kernel_fn yt__silu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_silu(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__isnan_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__isnan_kernel_fn yt__isnan_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_isnan(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__isfinite_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_isfinite(yt_tensor *result, yt_tensor *self);
 
 typedef yt_status (*yt__eq_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 extern const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT];
@@ -141,6 +316,60 @@ typedef yt_status (*yt__where_kernel_fn)(yt_tensor *result, yt_tensor *condition
 extern const yt__where_kernel_fn yt__where_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
                                     yt_tensor *other);
+
+typedef yt_status (*yt__ne_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__ne_kernel_fn yt__ne_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__ne_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__ne_scalar_kernel_fn yt__ne_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__le_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__le_kernel_fn yt__le_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__le_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__le_scalar_kernel_fn yt__le_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__ge_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__ge_kernel_fn yt__ge_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__ge_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__ge_scalar_kernel_fn yt__ge_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__logical_and_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                               yt_tensor *other);
+extern const yt__logical_and_kernel_fn yt__logical_and_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_or_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__logical_or_kernel_fn yt__logical_or_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_xor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                               yt_tensor *other);
+extern const yt__logical_xor_kernel_fn yt__logical_xor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_not_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__logical_not_kernel_fn yt__logical_not_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_not(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__masked_fill_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mask,
+                                               yt_scalar value);
+extern const yt__masked_fill_kernel_fn yt__masked_fill_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask,
+                                          yt_scalar value);
+
+typedef yt_status (*yt__masked_fill_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *mask, yt_tensor *value);
+extern const yt__masked_fill_tensor_kernel_fn yt__masked_fill_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self,
+                                                 yt_tensor *mask, yt_tensor *value);
 
 typedef yt_status (*yt__sum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__sum_kernel_fn yt__sum_kernels[YT_DEVICE_COUNT];

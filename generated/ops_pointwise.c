@@ -2013,8 +2013,2566 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
     return status;
 }
 
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * from ops.yaml:112; backward from derivatives.yaml:159 */
+yt_tensor *
+yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
+{
+    if (exponent == NULL)
+        return yt__null_arg("pow", "exponent"); /* keeps an earlier error */
+    if ((unsigned)self.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "pow: self has an invalid scalar kind %d", (int)self.kind);
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "pow: exponent has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(exponent->dtype));
+    yt_tensor *const promote_tensors[1] = {exponent};
+    const yt_scalar promote_scalars[1] = {self};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, exponent);
+    yt_device result_device = exponent->device;
+    yt__pow_scalar_kernel_fn kernel = yt__pow_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "pow: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &exponent);
+    yt_tensor *exponent_k =
+        exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
+    if (exponent_k == NULL) {
+        yt__release_cast(exponent_k, exponent);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, exponent_k);
+    yt__release_cast(exponent_k, exponent);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_pow_scalar(result, self, exponent) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * from ops.yaml:112; backward from derivatives.yaml:159 */
+yt_status
+yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
+{
+    if (out == NULL)
+        return yt__null_status("pow_out", "out"); /* keeps an earlier error */
+    if (exponent == NULL)
+        return yt__null_status("pow_out", "exponent"); /* keeps an earlier error */
+    if ((unsigned)self.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "pow_out: self has an invalid scalar kind %d",
+                               (int)self.kind);
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(exponent->dtype));
+    if (out->device != exponent->device)
+        return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but exponent is on %s",
+                               yt_device_name(out->device), yt_device_name(exponent->device));
+    yt_tensor *const promote_tensors[1] = {exponent};
+    const yt_scalar promote_scalars[1] = {self};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, exponent);
+    yt_device result_device = exponent->device;
+    yt__pow_scalar_kernel_fn kernel = yt__pow_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "pow_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, exponent};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "pow_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "pow_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *exponent_k =
+        exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
+    if (exponent_k == NULL) {
+        yt__release_cast(exponent_k, exponent);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, exponent_k);
+    yt__release_cast(exponent_k, exponent);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:125; backward from derivatives.yaml:166 */
+yt_tensor *
+yt_maximum(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("maximum", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("maximum", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "maximum: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "maximum", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__maximum_kernel_fn kernel = yt__maximum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "maximum: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_maximum(result, self, other) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:125; backward from derivatives.yaml:166 */
+yt_status
+yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("maximum_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("maximum_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("maximum_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "maximum_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "maximum_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "maximum_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__maximum_kernel_fn kernel = yt__maximum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "maximum_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "maximum_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "maximum_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:134; backward from derivatives.yaml:170 */
+yt_tensor *
+yt_minimum(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("minimum", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("minimum", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "minimum: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "minimum", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__minimum_kernel_fn kernel = yt__minimum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "minimum: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_minimum(result, self, other) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:134; backward from derivatives.yaml:170 */
+yt_status
+yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("minimum_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("minimum_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("minimum_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "minimum_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "minimum_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "minimum_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__minimum_kernel_fn kernel = yt__minimum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "minimum_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "minimum_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "minimum_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * from ops.yaml:143; backward from derivatives.yaml:174 */
+yt_tensor *
+yt_clamp_min(yt_tensor *self, yt_scalar min)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp_min", "self"); /* keeps an earlier error */
+    if ((unsigned)min.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_min: min has an invalid scalar kind %d",
+                        (int)min.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_min: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {min};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_min_kernel_fn kernel = yt__clamp_min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_min: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_min(result, self, min) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * from ops.yaml:143; backward from derivatives.yaml:174 */
+yt_status
+yt_clamp_min_(yt_tensor *self, yt_scalar min)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_min_", "self"); /* keeps an earlier error */
+    if ((unsigned)min.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_min_: min has an invalid scalar kind %d",
+                               (int)min.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {min};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_min_kernel_fn kernel = yt__clamp_min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_min_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "clamp_min_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_min(self, self_before, min);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * from ops.yaml:143; backward from derivatives.yaml:174 */
+yt_status
+yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_min_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_min_out", "self"); /* keeps an earlier error */
+    if ((unsigned)min.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_min_out: min has an invalid scalar kind %d",
+                               (int)min.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {min};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_min_kernel_fn kernel = yt__clamp_min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_min_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_min_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * from ops.yaml:151; backward from derivatives.yaml:177 */
+yt_tensor *
+yt_clamp_max(yt_tensor *self, yt_scalar max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp_max", "self"); /* keeps an earlier error */
+    if ((unsigned)max.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_max: max has an invalid scalar kind %d",
+                        (int)max.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_max: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {max};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_max_kernel_fn kernel = yt__clamp_max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_max: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, max);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_max(result, self, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * from ops.yaml:151; backward from derivatives.yaml:177 */
+yt_status
+yt_clamp_max_(yt_tensor *self, yt_scalar max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_max_", "self"); /* keeps an earlier error */
+    if ((unsigned)max.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_max_: max has an invalid scalar kind %d",
+                               (int)max.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {max};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_max_kernel_fn kernel = yt__clamp_max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_max_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "clamp_max_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_max(self, self_before, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * from ops.yaml:151; backward from derivatives.yaml:177 */
+yt_status
+yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_max_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_max_out", "self"); /* keeps an earlier error */
+    if ((unsigned)max.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_max_out: max has an invalid scalar kind %d",
+                               (int)max.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {max};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_max_kernel_fn kernel = yt__clamp_max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_max_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_max_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * from ops.yaml:159; backward from derivatives.yaml:180 */
+yt_tensor *
+yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp_min", "self"); /* keeps an earlier error */
+    if (min == NULL)
+        return yt__null_arg("clamp_min", "min"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_min: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_min: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (min->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp_min: min is on %s but self is on %s",
+                        yt_device_name(min->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, min};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, min};
+    static const char *const broadcast_names[2] = {"self", "min"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_min", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__clamp_min_tensor_kernel_fn kernel = yt__clamp_min_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_min: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, min};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k = min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    if (self_k == NULL || min_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_min_tensor(result, self, min) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * from ops.yaml:159; backward from derivatives.yaml:180 */
+yt_status
+yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_min_", "self"); /* keeps an earlier error */
+    if (min == NULL)
+        return yt__null_status("clamp_min_", "min"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, min};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, min};
+    static const char *const broadcast_names[2] = {"self", "min"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_min_", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_min_tensor_kernel_fn kernel = yt__clamp_min_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_min_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, min};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "clamp_min_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k = min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    if (self_k == NULL || min_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_min_tensor(self, self_before, min);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * from ops.yaml:159; backward from derivatives.yaml:180 */
+yt_status
+yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_min_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_min_out", "self"); /* keeps an earlier error */
+    if (min == NULL)
+        return yt__null_status("clamp_min_out", "min"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_min_out: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_out: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, min};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, min};
+    static const char *const broadcast_names[2] = {"self", "min"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_min_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_min_tensor_kernel_fn kernel = yt__clamp_min_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_min_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, min};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_min_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_min_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k = min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    if (self_k == NULL || min_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * from ops.yaml:168; backward from derivatives.yaml:184 */
+yt_tensor *
+yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp_max", "self"); /* keeps an earlier error */
+    if (max == NULL)
+        return yt__null_arg("clamp_max", "max"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_max: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_max: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (max->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp_max: max is on %s but self is on %s",
+                        yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, max};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, max};
+    static const char *const broadcast_names[2] = {"self", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_max", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__clamp_max_tensor_kernel_fn kernel = yt__clamp_max_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_max: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, max};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *max_k = max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || max_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_max_tensor(result, self, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * from ops.yaml:168; backward from derivatives.yaml:184 */
+yt_status
+yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_max_", "self"); /* keeps an earlier error */
+    if (max == NULL)
+        return yt__null_status("clamp_max_", "max"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, max};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, max};
+    static const char *const broadcast_names[2] = {"self", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_max_", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_max_tensor_kernel_fn kernel = yt__clamp_max_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_max_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, max};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "clamp_max_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *max_k = max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || max_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(max_k, max);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_max_tensor(self, self_before, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * from ops.yaml:168; backward from derivatives.yaml:184 */
+yt_status
+yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_max_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_max_out", "self"); /* keeps an earlier error */
+    if (max == NULL)
+        return yt__null_status("clamp_max_out", "max"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_max_out: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_out: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, max};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, max};
+    static const char *const broadcast_names[2] = {"self", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_max_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_max_tensor_kernel_fn kernel = yt__clamp_max_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_max_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, max};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_max_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_max_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *max_k = max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || max_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(max_k, max);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:177; backward from derivatives.yaml:188 */
+yt_tensor *
+yt_remainder(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("remainder", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("remainder", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "remainder: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "remainder: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "remainder: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "remainder", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__remainder_kernel_fn kernel = yt__remainder_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "remainder: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_remainder(result, self, other) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:177; backward from derivatives.yaml:188 */
+yt_status
+yt_remainder_(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_status("remainder_", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("remainder_", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "remainder_", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__remainder_kernel_fn kernel = yt__remainder_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "remainder_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "remainder_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_remainder(self, self_before, other);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:177; backward from derivatives.yaml:188 */
+yt_status
+yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("remainder_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("remainder_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("remainder_out", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "remainder_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__remainder_kernel_fn kernel = yt__remainder_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "remainder_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "remainder_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:187; backward from derivatives.yaml:192 */
+yt_tensor *
+yt_remainder_scalar(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_arg("remainder", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "remainder: other has an invalid scalar kind %d",
+                        (int)other.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "remainder: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__remainder_scalar_kernel_fn kernel = yt__remainder_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "remainder: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_remainder_scalar(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:187; backward from derivatives.yaml:192 */
+yt_status
+yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_status("remainder_", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "remainder_: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__remainder_scalar_kernel_fn kernel = yt__remainder_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "remainder_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "remainder_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_remainder_scalar(self, self);
+    return status;
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:187; backward from derivatives.yaml:192 */
+yt_status
+yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    if (out == NULL)
+        return yt__null_status("remainder_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("remainder_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "remainder_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "remainder_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__remainder_scalar_kernel_fn kernel = yt__remainder_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "remainder_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "remainder_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "remainder_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:195 */
+yt_tensor *
+yt_floor_divide(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("floor_divide", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("floor_divide", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "floor_divide: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "floor_divide: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "floor_divide: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "floor_divide", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__floor_divide_kernel_fn kernel = yt__floor_divide_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "floor_divide: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:195 */
+yt_status
+yt_floor_divide_(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_status("floor_divide_", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("floor_divide_", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_divide_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_divide_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_divide_: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "floor_divide_", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__floor_divide_kernel_fn kernel = yt__floor_divide_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_divide_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "floor_divide_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    return status;
+}
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:195 */
+yt_status
+yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("floor_divide_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("floor_divide_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("floor_divide_out", "other"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_divide_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_divide_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_divide_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_divide_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "floor_divide_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__floor_divide_kernel_fn kernel = yt__floor_divide_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_divide_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "floor_divide_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "floor_divide_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * from ops.yaml:205; backward from derivatives.yaml:198 */
+yt_tensor *
+yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    if (self == NULL)
+        return yt__null_arg("lerp", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_arg("lerp", "end"); /* keeps an earlier error */
+    if ((unsigned)weight.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "lerp: weight has an invalid scalar kind %d",
+                        (int)weight.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "lerp: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "lerp: end has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(end->dtype));
+    if (end->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "lerp: end is on %s but self is on %s",
+                        yt_device_name(end->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "lerp: end has dtype %s but self has dtype %s",
+                        yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, end};
+    static const char *const broadcast_names[2] = {"self", "end"};
+    if (yt__broadcast_shapes(&result_shape, "lerp", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__lerp_kernel_fn kernel = yt__lerp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "lerp: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, end};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, end, weight);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_lerp(result, self, end, weight) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * from ops.yaml:205; backward from derivatives.yaml:198 */
+yt_status
+yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    if (self == NULL)
+        return yt__null_status("lerp_", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_status("lerp_", "end"); /* keeps an earlier error */
+    if ((unsigned)weight.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "lerp_: weight has an invalid scalar kind %d",
+                               (int)weight.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_: end has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(end->dtype));
+    if (end->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_: end is on %s but self is on %s",
+                               yt_device_name(end->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_: end has dtype %s but self has dtype %s",
+                               yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, end};
+    static const char *const broadcast_names[2] = {"self", "end"};
+    if (yt__broadcast_shapes(&result_shape, "lerp_", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__lerp_kernel_fn kernel = yt__lerp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "lerp_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, end};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "lerp_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_lerp(self, self, end, weight);
+    return status;
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * from ops.yaml:205; backward from derivatives.yaml:198 */
+yt_status
+yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    if (out == NULL)
+        return yt__null_status("lerp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("lerp_out", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_status("lerp_out", "end"); /* keeps an earlier error */
+    if ((unsigned)weight.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "lerp_out: weight has an invalid scalar kind %d",
+                               (int)weight.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_out: end has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(end->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (end->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: end is on %s but self is on %s",
+                               yt_device_name(end->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_out: end has dtype %s but self has dtype %s",
+                               yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, end};
+    static const char *const broadcast_names[2] = {"self", "end"};
+    if (yt__broadcast_shapes(&result_shape, "lerp_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__lerp_kernel_fn kernel = yt__lerp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, end};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "lerp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "lerp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * from ops.yaml:214; backward from derivatives.yaml:202 */
+yt_tensor *
+yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    if (self == NULL)
+        return yt__null_arg("lerp", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_arg("lerp", "end"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("lerp", "weight"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "lerp: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "lerp: end has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(end->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "lerp: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (end->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "lerp: end is on %s but self is on %s",
+                        yt_device_name(end->device), yt_device_name(self->device));
+    if (weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "lerp: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "lerp: end has dtype %s but self has dtype %s",
+                        yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    if (weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "lerp: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, end, weight};
+    static const char *const broadcast_names[3] = {"self", "end", "weight"};
+    if (yt__broadcast_shapes(&result_shape, "lerp", 3, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__lerp_tensor_kernel_fn kernel = yt__lerp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "lerp: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, end, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, end, weight);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_lerp_tensor(result, self, end, weight) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * from ops.yaml:214; backward from derivatives.yaml:202 */
+yt_status
+yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    if (self == NULL)
+        return yt__null_status("lerp_", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_status("lerp_", "end"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_status("lerp_", "weight"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_: end has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(end->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_: weight has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(weight->dtype));
+    if (end->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_: end is on %s but self is on %s",
+                               yt_device_name(end->device), yt_device_name(self->device));
+    if (weight->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_: weight is on %s but self is on %s",
+                               yt_device_name(weight->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_: end has dtype %s but self has dtype %s",
+                               yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    if (weight->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_: weight has dtype %s but self has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, end, weight};
+    static const char *const broadcast_names[3] = {"self", "end", "weight"};
+    if (yt__broadcast_shapes(&result_shape, "lerp_", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__lerp_tensor_kernel_fn kernel = yt__lerp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "lerp_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[3] = {self, end, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    if (recording && yt__check_inplace(self, "lerp_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_lerp_tensor(self, self_before, end, weight);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * from ops.yaml:214; backward from derivatives.yaml:202 */
+yt_status
+yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    if (out == NULL)
+        return yt__null_status("lerp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("lerp_out", "self"); /* keeps an earlier error */
+    if (end == NULL)
+        return yt__null_status("lerp_out", "end"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_status("lerp_out", "weight"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(end->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_out: end has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(end->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "lerp_out: weight has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(weight->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (end->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: end is on %s but self is on %s",
+                               yt_device_name(end->device), yt_device_name(self->device));
+    if (weight->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: weight is on %s but self is on %s",
+                               yt_device_name(weight->device), yt_device_name(self->device));
+    if (end->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_out: end has dtype %s but self has dtype %s",
+                               yt_dtype_name(end->dtype), yt_dtype_name(self->dtype));
+    if (weight->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "lerp_out: weight has dtype %s but self has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, end, weight};
+    static const char *const broadcast_names[3] = {"self", "end", "weight"};
+    if (yt__broadcast_shapes(&result_shape, "lerp_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__lerp_tensor_kernel_fn kernel = yt__lerp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "lerp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, end, weight};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "lerp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "lerp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_tensor *
+yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcmul_ex(self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_tensor *
+yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_arg("addcmul", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_arg("addcmul", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_arg("addcmul", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "addcmul: value has an invalid scalar kind %d",
+                        (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addcmul: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addcmul: tensor1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addcmul: tensor2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor2->dtype));
+    if (tensor1->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addcmul: tensor1 is on %s but self is on %s",
+                        yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addcmul: tensor2 is on %s but self is on %s",
+                        yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcmul", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__addcmul_kernel_fn kernel = yt__addcmul_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "addcmul: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, tensor1, tensor2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_addcmul(result, self, tensor1, tensor2, value) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_status
+yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcmul_ex_(self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_status
+yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_status("addcmul_", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_status("addcmul_", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_status("addcmul_", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addcmul_: value has an invalid scalar kind %d",
+                               (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_: tensor1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_: tensor2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor2->dtype));
+    if (tensor1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_: tensor1 is on %s but self is on %s",
+                               yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_: tensor2 is on %s but self is on %s",
+                               yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcmul_", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__addcmul_kernel_fn kernel = yt__addcmul_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "addcmul_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[3] = {self, tensor1, tensor2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    if (recording && yt__check_inplace(self, "addcmul_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_addcmul(self, self, tensor1, tensor2, value);
+    return status;
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_status
+yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcmul_ex_out(out, self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:228; backward from derivatives.yaml:207 */
+yt_status
+yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                  yt_scalar value)
+{
+    if (out == NULL)
+        return yt__null_status("addcmul_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("addcmul_out", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_status("addcmul_out", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_status("addcmul_out", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addcmul_out: value has an invalid scalar kind %d",
+                               (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_out: tensor1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addcmul_out: tensor2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor2->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (tensor1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_out: tensor1 is on %s but self is on %s",
+                               yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_out: tensor2 is on %s but self is on %s",
+                               yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcmul_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__addcmul_kernel_fn kernel = yt__addcmul_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "addcmul_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, tensor1, tensor2};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "addcmul_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "addcmul_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_tensor *
+yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcdiv_ex(self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_tensor *
+yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_arg("addcdiv", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_arg("addcdiv", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_arg("addcdiv", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "addcdiv: value has an invalid scalar kind %d",
+                        (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addcdiv: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addcdiv: tensor1 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addcdiv: tensor2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(tensor2->dtype));
+    if (tensor1->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addcdiv: tensor1 is on %s but self is on %s",
+                        yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addcdiv: tensor2 is on %s but self is on %s",
+                        yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcdiv", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__addcdiv_kernel_fn kernel = yt__addcdiv_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "addcdiv: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, tensor1, tensor2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_addcdiv(result, self, tensor1, tensor2, value) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_status
+yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcdiv_ex_(self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_status
+yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_status("addcdiv_", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_status("addcdiv_", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_status("addcdiv_", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addcdiv_: value has an invalid scalar kind %d",
+                               (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_: tensor1 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_: tensor2 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(tensor2->dtype));
+    if (tensor1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_: tensor1 is on %s but self is on %s",
+                               yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_: tensor2 is on %s but self is on %s",
+                               yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcdiv_", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__addcdiv_kernel_fn kernel = yt__addcdiv_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "addcdiv_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[3] = {self, tensor1, tensor2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    if (recording && yt__check_inplace(self, "addcdiv_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_addcdiv(self, self, tensor1, tensor2, value);
+    return status;
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_status
+yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
+{
+    return yt_addcdiv_ex_out(out, self, tensor1, tensor2, yt_int(1));
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * from ops.yaml:242; backward from derivatives.yaml:212 */
+yt_status
+yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                  yt_scalar value)
+{
+    if (out == NULL)
+        return yt__null_status("addcdiv_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("addcdiv_out", "self"); /* keeps an earlier error */
+    if (tensor1 == NULL)
+        return yt__null_status("addcdiv_out", "tensor1"); /* keeps an earlier error */
+    if (tensor2 == NULL)
+        return yt__null_status("addcdiv_out", "tensor2"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addcdiv_out: value has an invalid scalar kind %d",
+                               (int)value.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_out: tensor1 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(tensor1->dtype));
+    if (!(YT_DTYPE_BIT(tensor2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addcdiv_out: tensor2 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(tensor2->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (tensor1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_out: tensor1 is on %s but self is on %s",
+                               yt_device_name(tensor1->device), yt_device_name(self->device));
+    if (tensor2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_out: tensor2 is on %s but self is on %s",
+                               yt_device_name(tensor2->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, tensor1, tensor2};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, tensor1, tensor2};
+    static const char *const broadcast_names[3] = {"self", "tensor1", "tensor2"};
+    if (yt__broadcast_shapes(&result_shape, "addcdiv_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__addcdiv_kernel_fn kernel = yt__addcdiv_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "addcdiv_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, tensor1, tensor2};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "addcdiv_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "addcdiv_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *tensor1_k =
+        tensor1->dtype == compute_dtype ? tensor1 : yt__cast_copy(tensor1, compute_dtype);
+    yt_tensor *tensor2_k =
+        tensor2->dtype == compute_dtype ? tensor2 : yt__cast_copy(tensor2, compute_dtype);
+    if (self_k == NULL || tensor1_k == NULL || tensor2_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(tensor1_k, tensor1);
+        yt__release_cast(tensor2_k, tensor2);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
+    yt__release_cast(self_k, self);
+    yt__release_cast(tensor1_k, tensor1);
+    yt__release_cast(tensor2_k, tensor2);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:114; backward from derivatives.yaml:49 */
+ * from ops.yaml:269; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -2051,7 +4609,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:114; backward from derivatives.yaml:49 */
+ * from ops.yaml:269; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -2094,7 +4652,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:114; backward from derivatives.yaml:49 */
+ * from ops.yaml:269; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2142,7 +4700,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:122; backward from derivatives.yaml:52 */
+ * from ops.yaml:277; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -2179,7 +4737,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:122; backward from derivatives.yaml:52 */
+ * from ops.yaml:277; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -2230,7 +4788,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:122; backward from derivatives.yaml:52 */
+ * from ops.yaml:277; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2278,7 +4836,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:131; backward from derivatives.yaml:55 */
+ * from ops.yaml:286; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -2315,7 +4873,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:131; backward from derivatives.yaml:55 */
+ * from ops.yaml:286; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -2358,7 +4916,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:131; backward from derivatives.yaml:55 */
+ * from ops.yaml:286; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2406,7 +4964,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:140; backward from derivatives.yaml:58 */
+ * from ops.yaml:295; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -2441,7 +4999,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:140; backward from derivatives.yaml:58 */
+ * from ops.yaml:295; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -2482,7 +5040,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:140; backward from derivatives.yaml:58 */
+ * from ops.yaml:295; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2528,7 +5086,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:148; backward from derivatives.yaml:61 */
+ * from ops.yaml:303; backward from derivatives.yaml:61 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -2565,7 +5123,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:148; backward from derivatives.yaml:61 */
+ * from ops.yaml:303; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -2609,7 +5167,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:148; backward from derivatives.yaml:61 */
+ * from ops.yaml:303; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2658,7 +5216,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:156; backward from derivatives.yaml:64 */
+ * from ops.yaml:311; backward from derivatives.yaml:64 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -2695,7 +5253,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:156; backward from derivatives.yaml:64 */
+ * from ops.yaml:311; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -2738,7 +5296,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:156; backward from derivatives.yaml:64 */
+ * from ops.yaml:311; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2785,13 +5343,27 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
     return status;
 }
 
-/* softplus(Tensor self) -> Tensor
- * from ops.yaml:164; backward from derivatives.yaml:67 */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
+    return yt_softplus_ex(self, yt_int(1), yt_int(20));
+}
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
+yt_tensor *
+yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
+{
     if (self == NULL)
         return yt__null_arg("softplus", "self"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "softplus: beta has an invalid scalar kind %d",
+                        (int)beta.kind);
+    if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "softplus: threshold has an invalid scalar kind %d",
+                        (int)threshold.kind);
     yt_dtype compute_dtype = self->dtype;
     compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
@@ -2809,26 +5381,40 @@ yt_softplus(yt_tensor *self)
         return NULL;
     }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, beta, threshold);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_softplus(result, self) != YT_OK) {
+    if (recording && yt__record_softplus(result, self, beta, threshold) != YT_OK) {
         yt_release(result);
         return NULL;
     }
     return yt__scope_track(result);
 }
 
-/* softplus(Tensor self) -> Tensor
- * from ops.yaml:164; backward from derivatives.yaml:67 */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
+    return yt_softplus_ex_(self, yt_int(1), yt_int(20));
+}
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
+yt_status
+yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
+{
     if (self == NULL)
         return yt__null_status("softplus_", "self"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "softplus_: beta has an invalid scalar kind %d",
+                               (int)beta.kind);
+    if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "softplus_: threshold has an invalid scalar kind %d",
+                               (int)threshold.kind);
     yt_dtype compute_dtype = self->dtype;
     compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
@@ -2858,7 +5444,7 @@ yt_softplus_(yt_tensor *self)
     }
     yt_tensor *target =
         self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
     yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2868,21 +5454,36 @@ yt_softplus_(yt_tensor *self)
     if (status == YT_OK)
         yt__bump_version(self);
     if (status == YT_OK && recording)
-        status = yt__record_softplus(self, self_before);
+        status = yt__record_softplus(self, self_before, beta, threshold);
     if (self_before != self)
         yt_release(self_before);
     return status;
 }
 
-/* softplus(Tensor self) -> Tensor
- * from ops.yaml:164; backward from derivatives.yaml:67 */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_softplus_ex_out(out, self, yt_int(1), yt_int(20));
+}
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * from ops.yaml:319; backward from derivatives.yaml:67 */
+yt_status
+yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
     if (out == NULL)
         return yt__null_status("softplus_out", "out"); /* keeps an earlier error */
     if (self == NULL)
         return yt__null_status("softplus_out", "self"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "softplus_out: beta has an invalid scalar kind %d",
+                               (int)beta.kind);
+    if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "softplus_out: threshold has an invalid scalar kind %d",
+                               (int)threshold.kind);
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "softplus_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -2911,7 +5512,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
     }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
     yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2924,7 +5525,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:172; backward from derivatives.yaml:70 */
+ * from ops.yaml:327; backward from derivatives.yaml:70 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -2954,7 +5555,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:172; backward from derivatives.yaml:70 */
+ * from ops.yaml:327; backward from derivatives.yaml:70 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2995,7 +5596,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:179; backward from derivatives.yaml:73 */
+ * from ops.yaml:334; backward from derivatives.yaml:73 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -3024,8 +5625,2455 @@ yt_to(yt_tensor *self, yt_dtype dtype)
     return yt__scope_track(result);
 }
 
+/* abs(Tensor self) -> Tensor
+ * from ops.yaml:342; backward from derivatives.yaml:217 */
+yt_tensor *
+yt_abs(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("abs", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "abs: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__abs_kernel_fn kernel = yt__abs_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "abs: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_abs(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* abs(Tensor self) -> Tensor
+ * from ops.yaml:342; backward from derivatives.yaml:217 */
+yt_status
+yt_abs_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("abs_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "abs_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__abs_kernel_fn kernel = yt__abs_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "abs_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "abs_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "abs_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_abs(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* abs(Tensor self) -> Tensor
+ * from ops.yaml:342; backward from derivatives.yaml:217 */
+yt_status
+yt_abs_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("abs_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("abs_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "abs_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "abs_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__abs_kernel_fn kernel = yt__abs_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "abs_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "abs_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "abs_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* sign(Tensor self) -> Tensor
+ * from ops.yaml:350; backward from derivatives.yaml:220 */
+yt_tensor *
+yt_sign(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("sign", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sign_kernel_fn kernel = yt__sign_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "sign: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_sign(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* sign(Tensor self) -> Tensor
+ * from ops.yaml:350; backward from derivatives.yaml:220 */
+yt_status
+yt_sign_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("sign_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sign_kernel_fn kernel = yt__sign_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sign_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "sign_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "sign_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_sign(self, self);
+    return status;
+}
+
+/* sign(Tensor self) -> Tensor
+ * from ops.yaml:350; backward from derivatives.yaml:220 */
+yt_status
+yt_sign_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("sign_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("sign_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "sign_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sign_kernel_fn kernel = yt__sign_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sign_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sign_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "sign_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* square(Tensor self) -> Tensor
+ * from ops.yaml:357; backward from derivatives.yaml:223 */
+yt_tensor *
+yt_square(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("square", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "square: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__square_kernel_fn kernel = yt__square_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "square: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_square(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* square(Tensor self) -> Tensor
+ * from ops.yaml:357; backward from derivatives.yaml:223 */
+yt_status
+yt_square_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("square_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "square_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__square_kernel_fn kernel = yt__square_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "square_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "square_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "square_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_square(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* square(Tensor self) -> Tensor
+ * from ops.yaml:357; backward from derivatives.yaml:223 */
+yt_status
+yt_square_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("square_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("square_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "square_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "square_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__square_kernel_fn kernel = yt__square_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "square_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "square_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "square_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* reciprocal(Tensor self) -> Tensor
+ * from ops.yaml:364; backward from derivatives.yaml:226 */
+yt_tensor *
+yt_reciprocal(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("reciprocal", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__reciprocal_kernel_fn kernel = yt__reciprocal_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "reciprocal: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_reciprocal(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* reciprocal(Tensor self) -> Tensor
+ * from ops.yaml:364; backward from derivatives.yaml:226 */
+yt_status
+yt_reciprocal_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("reciprocal_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__reciprocal_kernel_fn kernel = yt__reciprocal_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "reciprocal_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "reciprocal_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "reciprocal_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_reciprocal(self, self);
+    return status;
+}
+
+/* reciprocal(Tensor self) -> Tensor
+ * from ops.yaml:364; backward from derivatives.yaml:226 */
+yt_status
+yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("reciprocal_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("reciprocal_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "reciprocal_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__reciprocal_kernel_fn kernel = yt__reciprocal_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "reciprocal_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "reciprocal_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "reciprocal_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* rsqrt(Tensor self) -> Tensor
+ * from ops.yaml:373; backward from derivatives.yaml:229 */
+yt_tensor *
+yt_rsqrt(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("rsqrt", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__rsqrt_kernel_fn kernel = yt__rsqrt_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "rsqrt: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_rsqrt(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* rsqrt(Tensor self) -> Tensor
+ * from ops.yaml:373; backward from derivatives.yaml:229 */
+yt_status
+yt_rsqrt_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("rsqrt_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__rsqrt_kernel_fn kernel = yt__rsqrt_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "rsqrt_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "rsqrt_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "rsqrt_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_rsqrt(self, self);
+    return status;
+}
+
+/* rsqrt(Tensor self) -> Tensor
+ * from ops.yaml:373; backward from derivatives.yaml:229 */
+yt_status
+yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("rsqrt_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("rsqrt_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "rsqrt_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__rsqrt_kernel_fn kernel = yt__rsqrt_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "rsqrt_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "rsqrt_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "rsqrt_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* expm1(Tensor self) -> Tensor
+ * from ops.yaml:382; backward from derivatives.yaml:232 */
+yt_tensor *
+yt_expm1(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("expm1", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__expm1_kernel_fn kernel = yt__expm1_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "expm1: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_expm1(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* expm1(Tensor self) -> Tensor
+ * from ops.yaml:382; backward from derivatives.yaml:232 */
+yt_status
+yt_expm1_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("expm1_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__expm1_kernel_fn kernel = yt__expm1_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "expm1_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "expm1_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "expm1_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_expm1(self, self);
+    return status;
+}
+
+/* expm1(Tensor self) -> Tensor
+ * from ops.yaml:382; backward from derivatives.yaml:232 */
+yt_status
+yt_expm1_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("expm1_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("expm1_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "expm1_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__expm1_kernel_fn kernel = yt__expm1_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "expm1_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "expm1_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "expm1_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* log1p(Tensor self) -> Tensor
+ * from ops.yaml:390; backward from derivatives.yaml:235 */
+yt_tensor *
+yt_log1p(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("log1p", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log1p_kernel_fn kernel = yt__log1p_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log1p: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_log1p(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log1p(Tensor self) -> Tensor
+ * from ops.yaml:390; backward from derivatives.yaml:235 */
+yt_status
+yt_log1p_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("log1p_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log1p_kernel_fn kernel = yt__log1p_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "log1p_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "log1p_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "log1p_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_log1p(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* log1p(Tensor self) -> Tensor
+ * from ops.yaml:390; backward from derivatives.yaml:235 */
+yt_status
+yt_log1p_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("log1p_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("log1p_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "log1p_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log1p_kernel_fn kernel = yt__log1p_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "log1p_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "log1p_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "log1p_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* log2(Tensor self) -> Tensor
+ * from ops.yaml:399; backward from derivatives.yaml:238 */
+yt_tensor *
+yt_log2(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("log2", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log2_kernel_fn kernel = yt__log2_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log2: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_log2(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log2(Tensor self) -> Tensor
+ * from ops.yaml:399; backward from derivatives.yaml:238 */
+yt_status
+yt_log2_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("log2_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log2_kernel_fn kernel = yt__log2_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "log2_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "log2_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "log2_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_log2(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* log2(Tensor self) -> Tensor
+ * from ops.yaml:399; backward from derivatives.yaml:238 */
+yt_status
+yt_log2_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("log2_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("log2_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "log2_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log2_kernel_fn kernel = yt__log2_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "log2_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "log2_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "log2_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* sin(Tensor self) -> Tensor
+ * from ops.yaml:408; backward from derivatives.yaml:241 */
+yt_tensor *
+yt_sin(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("sin", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sin_kernel_fn kernel = yt__sin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "sin: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_sin(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* sin(Tensor self) -> Tensor
+ * from ops.yaml:408; backward from derivatives.yaml:241 */
+yt_status
+yt_sin_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("sin_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sin_kernel_fn kernel = yt__sin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sin_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "sin_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "sin_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_sin(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* sin(Tensor self) -> Tensor
+ * from ops.yaml:408; backward from derivatives.yaml:241 */
+yt_status
+yt_sin_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("sin_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("sin_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "sin_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__sin_kernel_fn kernel = yt__sin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sin_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sin_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "sin_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* cos(Tensor self) -> Tensor
+ * from ops.yaml:416; backward from derivatives.yaml:244 */
+yt_tensor *
+yt_cos(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("cos", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__cos_kernel_fn kernel = yt__cos_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "cos: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_cos(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* cos(Tensor self) -> Tensor
+ * from ops.yaml:416; backward from derivatives.yaml:244 */
+yt_status
+yt_cos_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("cos_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__cos_kernel_fn kernel = yt__cos_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "cos_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "cos_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "cos_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_cos(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* cos(Tensor self) -> Tensor
+ * from ops.yaml:416; backward from derivatives.yaml:244 */
+yt_status
+yt_cos_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("cos_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("cos_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "cos_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__cos_kernel_fn kernel = yt__cos_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "cos_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "cos_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "cos_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* erf(Tensor self) -> Tensor
+ * from ops.yaml:424; backward from derivatives.yaml:247 */
+yt_tensor *
+yt_erf(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("erf", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__erf_kernel_fn kernel = yt__erf_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "erf: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_erf(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* erf(Tensor self) -> Tensor
+ * from ops.yaml:424; backward from derivatives.yaml:247 */
+yt_status
+yt_erf_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("erf_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__erf_kernel_fn kernel = yt__erf_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "erf_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "erf_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "erf_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_erf(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* erf(Tensor self) -> Tensor
+ * from ops.yaml:424; backward from derivatives.yaml:247 */
+yt_status
+yt_erf_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("erf_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("erf_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "erf_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__erf_kernel_fn kernel = yt__erf_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "erf_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "erf_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "erf_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* floor(Tensor self) -> Tensor
+ * from ops.yaml:432; backward from derivatives.yaml:250 */
+yt_tensor *
+yt_floor(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("floor", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "floor: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__floor_kernel_fn kernel = yt__floor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "floor: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_floor(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* floor(Tensor self) -> Tensor
+ * from ops.yaml:432; backward from derivatives.yaml:250 */
+yt_status
+yt_floor_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("floor_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__floor_kernel_fn kernel = yt__floor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "floor_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "floor_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_floor(self, self);
+    return status;
+}
+
+/* floor(Tensor self) -> Tensor
+ * from ops.yaml:432; backward from derivatives.yaml:250 */
+yt_status
+yt_floor_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("floor_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("floor_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "floor_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__floor_kernel_fn kernel = yt__floor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "floor_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "floor_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "floor_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* ceil(Tensor self) -> Tensor
+ * from ops.yaml:439; backward from derivatives.yaml:253 */
+yt_tensor *
+yt_ceil(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("ceil", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "ceil: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ceil_kernel_fn kernel = yt__ceil_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "ceil: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_ceil(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* ceil(Tensor self) -> Tensor
+ * from ops.yaml:439; backward from derivatives.yaml:253 */
+yt_status
+yt_ceil_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("ceil_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "ceil_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ceil_kernel_fn kernel = yt__ceil_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ceil_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "ceil_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "ceil_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_ceil(self, self);
+    return status;
+}
+
+/* ceil(Tensor self) -> Tensor
+ * from ops.yaml:439; backward from derivatives.yaml:253 */
+yt_status
+yt_ceil_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("ceil_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("ceil_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "ceil_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ceil_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ceil_kernel_fn kernel = yt__ceil_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ceil_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "ceil_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "ceil_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* round(Tensor self) -> Tensor
+ * from ops.yaml:446; backward from derivatives.yaml:256 */
+yt_tensor *
+yt_round(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("round", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "round: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__round_kernel_fn kernel = yt__round_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "round: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_round(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* round(Tensor self) -> Tensor
+ * from ops.yaml:446; backward from derivatives.yaml:256 */
+yt_status
+yt_round_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("round_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "round_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__round_kernel_fn kernel = yt__round_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "round_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "round_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "round_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_round(self, self);
+    return status;
+}
+
+/* round(Tensor self) -> Tensor
+ * from ops.yaml:446; backward from derivatives.yaml:256 */
+yt_status
+yt_round_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("round_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("round_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "round_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "round_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__round_kernel_fn kernel = yt__round_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "round_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "round_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "round_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* trunc(Tensor self) -> Tensor
+ * from ops.yaml:453; backward from derivatives.yaml:259 */
+yt_tensor *
+yt_trunc(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("trunc", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "trunc: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__trunc_kernel_fn kernel = yt__trunc_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "trunc: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_trunc(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* trunc(Tensor self) -> Tensor
+ * from ops.yaml:453; backward from derivatives.yaml:259 */
+yt_status
+yt_trunc_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("trunc_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "trunc_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__trunc_kernel_fn kernel = yt__trunc_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "trunc_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "trunc_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "trunc_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_trunc(self, self);
+    return status;
+}
+
+/* trunc(Tensor self) -> Tensor
+ * from ops.yaml:453; backward from derivatives.yaml:259 */
+yt_status
+yt_trunc_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("trunc_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("trunc_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "trunc_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "trunc_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__trunc_kernel_fn kernel = yt__trunc_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "trunc_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "trunc_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "trunc_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_tensor *
+yt_leaky_relu(yt_tensor *self)
+{
+    return yt_leaky_relu_ex(self, yt_float(0.01));
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_tensor *
+yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
+{
+    if (self == NULL)
+        return yt__null_arg("leaky_relu", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "leaky_relu: negative_slope has an invalid scalar kind %d",
+                        (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "leaky_relu: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__leaky_relu_kernel_fn kernel = yt__leaky_relu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "leaky_relu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, negative_slope);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_leaky_relu(result, self, negative_slope) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_status
+yt_leaky_relu_(yt_tensor *self)
+{
+    return yt_leaky_relu_ex_(self, yt_float(0.01));
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_status
+yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
+{
+    if (self == NULL)
+        return yt__null_status("leaky_relu_", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "leaky_relu_: negative_slope has an invalid scalar kind %d",
+                               (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "leaky_relu_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__leaky_relu_kernel_fn kernel = yt__leaky_relu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "leaky_relu_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "leaky_relu_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "leaky_relu_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, negative_slope);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_leaky_relu(self, self_before, negative_slope);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_status
+yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_leaky_relu_ex_out(out, self, yt_float(0.01));
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * from ops.yaml:460; backward from derivatives.yaml:262 */
+yt_status
+yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
+{
+    if (out == NULL)
+        return yt__null_status("leaky_relu_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("leaky_relu_out", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "leaky_relu_out: negative_slope has an invalid scalar kind %d",
+                               (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "leaky_relu_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "leaky_relu_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__leaky_relu_kernel_fn kernel = yt__leaky_relu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "leaky_relu_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "leaky_relu_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "leaky_relu_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, negative_slope);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_tensor *
+yt_elu(yt_tensor *self)
+{
+    return yt_elu_ex(self, yt_int(1), yt_int(1), yt_int(1));
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_tensor *
+yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
+{
+    if (self == NULL)
+        return yt__null_arg("elu", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu: alpha has an invalid scalar kind %d", (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu: scale has an invalid scalar kind %d", (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu: input_scale has an invalid scalar kind %d",
+                        (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "elu: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__elu_kernel_fn kernel = yt__elu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "elu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, alpha, scale, input_scale);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_elu(result, self, alpha, scale, input_scale) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_status
+yt_elu_(yt_tensor *self)
+{
+    return yt_elu_ex_(self, yt_int(1), yt_int(1), yt_int(1));
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_status
+yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
+{
+    if (self == NULL)
+        return yt__null_status("elu_", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_: scale has an invalid scalar kind %d",
+                               (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_: input_scale has an invalid scalar kind %d",
+                               (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "elu_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__elu_kernel_fn kernel = yt__elu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "elu_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "elu_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "elu_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, alpha, scale, input_scale);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_elu(self, self_before, alpha, scale, input_scale);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_status
+yt_elu_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_elu_ex_out(out, self, yt_int(1), yt_int(1), yt_int(1));
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * from ops.yaml:479; backward from derivatives.yaml:269 */
+yt_status
+yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+              yt_scalar input_scale)
+{
+    if (out == NULL)
+        return yt__null_status("elu_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("elu_out", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_out: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_out: scale has an invalid scalar kind %d",
+                               (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "elu_out: input_scale has an invalid scalar kind %d",
+                               (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "elu_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "elu_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__elu_kernel_fn kernel = yt__elu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "elu_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "elu_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "elu_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, alpha, scale, input_scale);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* silu(Tensor self) -> Tensor
+ * from ops.yaml:498; backward from derivatives.yaml:276 */
+yt_tensor *
+yt_silu(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("silu", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "silu: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__silu_kernel_fn kernel = yt__silu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "silu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_silu(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* silu(Tensor self) -> Tensor
+ * from ops.yaml:498; backward from derivatives.yaml:276 */
+yt_status
+yt_silu_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("silu_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "silu_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__silu_kernel_fn kernel = yt__silu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "silu_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "silu_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "silu_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_silu(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* silu(Tensor self) -> Tensor
+ * from ops.yaml:498; backward from derivatives.yaml:276 */
+yt_status
+yt_silu_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("silu_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("silu_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "silu_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "silu_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__silu_kernel_fn kernel = yt__silu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "silu_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "silu_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "silu_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* isnan(Tensor self) -> Tensor
+ * from ops.yaml:505 */
+yt_tensor *
+yt_isnan(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("isnan", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__isnan_kernel_fn kernel = yt__isnan_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "isnan: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* isfinite(Tensor self) -> Tensor
+ * from ops.yaml:514 */
+yt_tensor *
+yt_isfinite(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("isfinite", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__isfinite_kernel_fn kernel = yt__isfinite_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "isfinite: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:189 */
+ * from ops.yaml:525 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -3068,7 +8116,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:189 */
+ * from ops.yaml:525 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3129,7 +8177,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:199 */
+ * from ops.yaml:535 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3163,7 +8211,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:199 */
+ * from ops.yaml:535 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3215,7 +8263,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:208 */
+ * from ops.yaml:544 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -3258,7 +8306,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:208 */
+ * from ops.yaml:544 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3319,7 +8367,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:218 */
+ * from ops.yaml:554 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3353,7 +8401,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:218 */
+ * from ops.yaml:554 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3405,7 +8453,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:227 */
+ * from ops.yaml:563 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -3448,7 +8496,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:227 */
+ * from ops.yaml:563 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3509,7 +8557,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:237 */
+ * from ops.yaml:573 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3543,7 +8591,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:237 */
+ * from ops.yaml:573 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3595,7 +8643,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:246; backward from derivatives.yaml:94 */
+ * from ops.yaml:582; backward from derivatives.yaml:94 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -3654,7 +8702,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:246; backward from derivatives.yaml:94 */
+ * from ops.yaml:582; backward from derivatives.yaml:94 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -3719,5 +8767,1187 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
     }
     if (status == YT_OK)
         yt__bump_version(out);
+    return status;
+}
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:595 */
+yt_tensor *
+yt_ne(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("ne", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("ne", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "ne: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "ne", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__ne_kernel_fn kernel = yt__ne_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "ne: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:595 */
+yt_status
+yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("ne_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("ne_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("ne_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ne_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ne_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "ne_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__ne_kernel_fn kernel = yt__ne_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ne_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "ne_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "ne_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:605 */
+yt_tensor *
+yt_ne_scalar(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_arg("ne", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "ne: other has an invalid scalar kind %d", (int)other.kind);
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ne_scalar_kernel_fn kernel = yt__ne_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "ne: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:605 */
+yt_status
+yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    if (out == NULL)
+        return yt__null_status("ne_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("ne_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "ne_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ne_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ne_scalar_kernel_fn kernel = yt__ne_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ne_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "ne_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "ne_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:614 */
+yt_tensor *
+yt_le(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("le", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("le", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "le: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "le", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__le_kernel_fn kernel = yt__le_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "le: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:614 */
+yt_status
+yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("le_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("le_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("le_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "le_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "le_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "le_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__le_kernel_fn kernel = yt__le_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "le_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "le_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "le_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:624 */
+yt_tensor *
+yt_le_scalar(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_arg("le", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "le: other has an invalid scalar kind %d", (int)other.kind);
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__le_scalar_kernel_fn kernel = yt__le_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "le: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:624 */
+yt_status
+yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    if (out == NULL)
+        return yt__null_status("le_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("le_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "le_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "le_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__le_scalar_kernel_fn kernel = yt__le_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "le_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "le_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "le_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:633 */
+yt_tensor *
+yt_ge(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("ge", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("ge", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "ge: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "ge", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__ge_kernel_fn kernel = yt__ge_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "ge: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:633 */
+yt_status
+yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("ge_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("ge_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("ge_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ge_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ge_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "ge_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__ge_kernel_fn kernel = yt__ge_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ge_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "ge_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "ge_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:643 */
+yt_tensor *
+yt_ge_scalar(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_arg("ge", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "ge: other has an invalid scalar kind %d", (int)other.kind);
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ge_scalar_kernel_fn kernel = yt__ge_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "ge: not implemented for %s", yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:643 */
+yt_status
+yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    if (out == NULL)
+        return yt__null_status("ge_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("ge_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "ge_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "ge_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__ge_scalar_kernel_fn kernel = yt__ge_scalar_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "ge_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "ge_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "ge_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:652 */
+yt_tensor *
+yt_logical_and(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("logical_and", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("logical_and", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "logical_and: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_and", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__logical_and_kernel_fn kernel = yt__logical_and_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "logical_and: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:652 */
+yt_status
+yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("logical_and_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("logical_and_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("logical_and_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_and_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_and_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_and_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__logical_and_kernel_fn kernel = yt__logical_and_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_and_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "logical_and_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "logical_and_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:662 */
+yt_tensor *
+yt_logical_or(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("logical_or", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("logical_or", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "logical_or: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_or", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__logical_or_kernel_fn kernel = yt__logical_or_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "logical_or: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:662 */
+yt_status
+yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("logical_or_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("logical_or_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("logical_or_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_or_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_or_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_or_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__logical_or_kernel_fn kernel = yt__logical_or_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_or_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "logical_or_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "logical_or_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:672 */
+yt_tensor *
+yt_logical_xor(yt_tensor *self, yt_tensor *other)
+{
+    if (self == NULL)
+        return yt__null_arg("logical_xor", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("logical_xor", "other"); /* keeps an earlier error */
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "logical_xor: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_xor", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__logical_xor_kernel_fn kernel = yt__logical_xor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "logical_xor: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * from ops.yaml:672 */
+yt_status
+yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
+{
+    if (out == NULL)
+        return yt__null_status("logical_xor_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("logical_xor_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("logical_xor_out", "other"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_xor_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_xor_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "logical_xor_out", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__logical_xor_kernel_fn kernel = yt__logical_xor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_xor_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "logical_xor_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "logical_xor_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* logical_not(Tensor self) -> Tensor
+ * from ops.yaml:682 */
+yt_tensor *
+yt_logical_not(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("logical_not", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__logical_not_kernel_fn kernel = yt__logical_not_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "logical_not: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* logical_not(Tensor self) -> Tensor
+ * from ops.yaml:682 */
+yt_status
+yt_logical_not_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("logical_not_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("logical_not_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_not_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = YT_DTYPE_BOOL;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__logical_not_kernel_fn kernel = yt__logical_not_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "logical_not_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "logical_not_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "logical_not_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * from ops.yaml:691; backward from derivatives.yaml:315 */
+yt_tensor *
+yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_arg("masked_fill", "self"); /* keeps an earlier error */
+    if (mask == NULL)
+        return yt__null_arg("masked_fill", "mask"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "masked_fill: value has an invalid scalar kind %d",
+                        (int)value.kind);
+    if (!(YT_DTYPE_BIT(mask->dtype) & YT_DTYPESET_BOOL))
+        return yt__fail(YT_ERR_DTYPE, "masked_fill: mask has dtype %s, expected bool",
+                        yt_dtype_name(mask->dtype));
+    if (mask->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "masked_fill: mask is on %s but self is on %s",
+                        yt_device_name(mask->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, mask};
+    static const char *const broadcast_names[2] = {"self", "mask"};
+    if (yt__broadcast_shapes(&result_shape, "masked_fill", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__masked_fill_kernel_fn kernel = yt__masked_fill_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "masked_fill: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_masked_fill(result, self, mask) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * from ops.yaml:691; backward from derivatives.yaml:315 */
+yt_status
+yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
+{
+    if (self == NULL)
+        return yt__null_status("masked_fill_", "self"); /* keeps an earlier error */
+    if (mask == NULL)
+        return yt__null_status("masked_fill_", "mask"); /* keeps an earlier error */
+    if ((unsigned)value.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "masked_fill_: value has an invalid scalar kind %d",
+                               (int)value.kind);
+    if (!(YT_DTYPE_BIT(mask->dtype) & YT_DTYPESET_BOOL))
+        return yt__fail_status(YT_ERR_DTYPE, "masked_fill_: mask has dtype %s, expected bool",
+                               yt_dtype_name(mask->dtype));
+    if (mask->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: mask is on %s but self is on %s",
+                               yt_device_name(mask->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, mask};
+    static const char *const broadcast_names[2] = {"self", "mask"};
+    if (yt__broadcast_shapes(&result_shape, "masked_fill_", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__masked_fill_kernel_fn kernel = yt__masked_fill_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "masked_fill_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "masked_fill_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_masked_fill(self, self, mask);
+    return status;
+}
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * from ops.yaml:704; backward from derivatives.yaml:318 */
+yt_tensor *
+yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
+{
+    if (self == NULL)
+        return yt__null_arg("masked_fill", "self"); /* keeps an earlier error */
+    if (mask == NULL)
+        return yt__null_arg("masked_fill", "mask"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("masked_fill", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(mask->dtype) & YT_DTYPESET_BOOL))
+        return yt__fail(YT_ERR_DTYPE, "masked_fill: mask has dtype %s, expected bool",
+                        yt_dtype_name(mask->dtype));
+    if (mask->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "masked_fill: mask is on %s but self is on %s",
+                        yt_device_name(mask->device), yt_device_name(self->device));
+    if (value->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "masked_fill: value is on %s but self is on %s",
+                        yt_device_name(value->device), yt_device_name(self->device));
+    if (value->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "masked_fill: value has dtype %s but self has dtype %s",
+                        yt_dtype_name(value->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(value->dim == 0))
+        return yt__fail(YT_ERR_SHAPE, "masked_fill: value must be 0-D, got %d-D", value->dim);
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, mask, value};
+    static const char *const broadcast_names[3] = {"self", "mask", "value"};
+    if (yt__broadcast_shapes(&result_shape, "masked_fill", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__masked_fill_tensor_kernel_fn kernel = yt__masked_fill_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "masked_fill: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, value};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_masked_fill_tensor(result, self, mask, value) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * from ops.yaml:704; backward from derivatives.yaml:318 */
+yt_status
+yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
+{
+    if (self == NULL)
+        return yt__null_status("masked_fill_", "self"); /* keeps an earlier error */
+    if (mask == NULL)
+        return yt__null_status("masked_fill_", "mask"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_status("masked_fill_", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(mask->dtype) & YT_DTYPESET_BOOL))
+        return yt__fail_status(YT_ERR_DTYPE, "masked_fill_: mask has dtype %s, expected bool",
+                               yt_dtype_name(mask->dtype));
+    if (mask->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: mask is on %s but self is on %s",
+                               yt_device_name(mask->device), yt_device_name(self->device));
+    if (value->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: value is on %s but self is on %s",
+                               yt_device_name(value->device), yt_device_name(self->device));
+    if (value->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "masked_fill_: value has dtype %s but self has dtype %s",
+                               yt_dtype_name(value->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(value->dim == 0))
+        return yt__fail_status(YT_ERR_SHAPE, "masked_fill_: value must be 0-D, got %d-D",
+                               value->dim);
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, mask, value};
+    static const char *const broadcast_names[3] = {"self", "mask", "value"};
+    if (yt__broadcast_shapes(&result_shape, "masked_fill_", 3, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__masked_fill_tensor_kernel_fn kernel = yt__masked_fill_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "masked_fill_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, value};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "masked_fill_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_masked_fill_tensor(self, self, mask, value);
     return status;
 }

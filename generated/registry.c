@@ -63,6 +63,73 @@ static const op_info registry[] = {
         .doc = "Raises each element of `self` to the power of the matching element of `exponent`.",
     },
     {
+        .schema = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
+        .doc = "The number `self` raised to each element of `exponent`.",
+    },
+    {
+        .schema = "maximum(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise maximum with broadcasting; NaN in either input gives NaN.",
+    },
+    {
+        .schema = "minimum(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise minimum with broadcasting; NaN in either input gives NaN.",
+    },
+    {
+        .schema = "clamp_min(Tensor self, Scalar min) -> Tensor",
+        .doc = "max(self, min) elementwise; NaN stays NaN.",
+    },
+    {
+        .schema = "clamp_max(Tensor self, Scalar max) -> Tensor",
+        .doc = "min(self, max) elementwise; NaN stays NaN.",
+    },
+    {
+        .schema = "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
+        .doc =
+            "max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
+    },
+    {
+        .schema = "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
+        .doc =
+            "min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
+    },
+    {
+        .schema = "remainder.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc =
+            "Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by zero is an error.",
+    },
+    {
+        .schema = "remainder.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Python's modulus of every element by the number `other` (the sign of `other`).",
+    },
+    {
+        .schema = "floor_divide(Tensor self, Tensor other) -> Tensor",
+        .doc =
+            "self / other rounded toward negative infinity (Python's //); integer division by zero is an error.",
+    },
+    {
+        .schema = "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+        .doc = "self + weight * (end - self), computed from the nearer end for accuracy.",
+    },
+    {
+        .schema = "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+        .doc = "self + weight * (end - self) with a tensor weight, broadcast.",
+    },
+    {
+        .schema =
+            "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        .doc = "self + value * tensor1 * tensor2, with broadcasting.",
+    },
+    {
+        .schema =
+            "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        .doc = "self + value * tensor1 / tensor2, with broadcasting.",
+    },
+    {
+        .schema = "pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor",
+        .doc =
+            "Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output * log(self).",
+    },
+    {
         .schema = "exp(Tensor self) -> Tensor",
         .doc = "e raised to each element; integer inputs give a floating result.",
     },
@@ -87,8 +154,9 @@ static const op_info registry[] = {
         .doc = "Hyperbolic tangent of each element.",
     },
     {
-        .schema = "softplus(Tensor self) -> Tensor",
-        .doc = "log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.",
+        .schema = "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+        .doc =
+            "log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.",
     },
     {
         .schema = "clone(Tensor self) -> Tensor",
@@ -98,6 +166,100 @@ static const op_info registry[] = {
         .schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor",
         .doc =
             "A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).",
+    },
+    {
+        .schema = "abs(Tensor self) -> Tensor",
+        .doc =
+            "Absolute value of each element (integers wrap at the most negative value, as in PyTorch).",
+    },
+    {
+        .schema = "sign(Tensor self) -> Tensor",
+        .doc = "-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).",
+    },
+    {
+        .schema = "square(Tensor self) -> Tensor",
+        .doc = "Each element times itself.",
+    },
+    {
+        .schema = "reciprocal(Tensor self) -> Tensor",
+        .doc = "1 / self elementwise; integer inputs give a floating result.",
+    },
+    {
+        .schema = "rsqrt(Tensor self) -> Tensor",
+        .doc = "1 / sqrt(self) elementwise.",
+    },
+    {
+        .schema = "expm1(Tensor self) -> Tensor",
+        .doc = "exp(self) - 1, accurate near zero.",
+    },
+    {
+        .schema = "log1p(Tensor self) -> Tensor",
+        .doc = "log(1 + self), accurate near zero.",
+    },
+    {
+        .schema = "log2(Tensor self) -> Tensor",
+        .doc = "Base-2 logarithm of each element.",
+    },
+    {
+        .schema = "sin(Tensor self) -> Tensor",
+        .doc = "Sine of each element (radians).",
+    },
+    {
+        .schema = "cos(Tensor self) -> Tensor",
+        .doc = "Cosine of each element (radians).",
+    },
+    {
+        .schema = "erf(Tensor self) -> Tensor",
+        .doc = "The error function of each element.",
+    },
+    {
+        .schema = "floor(Tensor self) -> Tensor",
+        .doc = "The largest integer not above each element (integers are unchanged).",
+    },
+    {
+        .schema = "ceil(Tensor self) -> Tensor",
+        .doc = "The smallest integer not below each element (integers are unchanged).",
+    },
+    {
+        .schema = "round(Tensor self) -> Tensor",
+        .doc = "Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).",
+    },
+    {
+        .schema = "trunc(Tensor self) -> Tensor",
+        .doc = "Each element rounded toward zero.",
+    },
+    {
+        .schema = "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
+        .doc = "self where positive, else self * negative_slope; NaN stays NaN.",
+    },
+    {
+        .schema =
+            "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
+        .doc =
+            "Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.",
+    },
+    {
+        .schema =
+            "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+        .doc = "scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).",
+    },
+    {
+        .schema =
+            "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor",
+        .doc = "Gradient of elu with respect to its input `self`.",
+    },
+    {
+        .schema = "silu(Tensor self) -> Tensor",
+        .doc = "self * sigmoid(self) elementwise (swish).",
+    },
+    {
+        .schema = "isnan(Tensor self) -> Tensor",
+        .doc = "True where an element is NaN.",
+    },
+    {
+        .schema = "isfinite(Tensor self) -> Tensor",
+        .doc =
+            "True where an element is neither infinite nor NaN (always true for integers and bool).",
     },
     {
         .schema = "eq.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -126,6 +288,54 @@ static const op_info registry[] = {
     {
         .schema = "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
         .doc = "Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.",
+    },
+    {
+        .schema = "ne.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self != other` as a bool tensor.",
+    },
+    {
+        .schema = "ne.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self != other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "le.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self <= other` as a bool tensor.",
+    },
+    {
+        .schema = "le.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self <= other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "ge.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self >= other` as a bool tensor.",
+    },
+    {
+        .schema = "ge.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self >= other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "logical_and(Tensor self, Tensor other) -> Tensor",
+        .doc = "True where both are nonzero, with broadcasting.",
+    },
+    {
+        .schema = "logical_or(Tensor self, Tensor other) -> Tensor",
+        .doc = "True where either is nonzero, with broadcasting.",
+    },
+    {
+        .schema = "logical_xor(Tensor self, Tensor other) -> Tensor",
+        .doc = "True where exactly one is nonzero, with broadcasting.",
+    },
+    {
+        .schema = "logical_not(Tensor self) -> Tensor",
+        .doc = "True where an element is zero.",
+    },
+    {
+        .schema = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+        .doc = "A copy of `self` with `value` where `mask` (broadcast) is true.",
+    },
+    {
+        .schema = "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+        .doc = "A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.",
     },
     {
         .schema = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",

@@ -1504,14 +1504,1791 @@ error_pow_tensor_tensor_156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_157(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_157(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(1.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_158(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(1.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_159(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(2.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_160(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(2.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_161(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(0.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_162(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(0.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(3.0), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_164(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(3.0), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_pow_scalar_165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(1.5), inputs[0]);
+}
+
+static yt_tensor *
+call_maximum_166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_167(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_169(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_171(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_172(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_173(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_174(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_175(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_maximum_176(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_minimum_177(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_178(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_179(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_180(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_181(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_182(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_183(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_184(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_185(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_186(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_minimum_187(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_clamp_min_188(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_189(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_190(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_191(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_192(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_193(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_194(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_195(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_196(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_197(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_198(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_199(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_min_200(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_clamp_max_201(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_202(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_203(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_204(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_205(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_206(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_207(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_208(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_209(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_210(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_211(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_212(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_max_213(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_clamp_min_tensor_214(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_215(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_216(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_217(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_min_tensor_218(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_219(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_220(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_221(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_222(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_min_tensor_223(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_225(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_226(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_min_tensor_227(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_min_tensor_228(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_clamp_max_tensor_229(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_230(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_231(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_232(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_max_tensor_233(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_235(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_236(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_max_tensor_238(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_241(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_max_tensor_242(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_max_tensor_243(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_remainder_244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_246(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_247(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_remainder_248(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_249(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_250(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_251(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_252(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_remainder_253(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_254(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_256(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_remainder_257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_remainder_258(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_remainder_scalar_259(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_260(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_261(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_262(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_263(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_264(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_266(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_267(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_268(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_269(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_270(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_remainder_scalar_271(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_floor_divide_272(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_273(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_274(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_275(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_floor_divide_276(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_279(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_floor_divide_281(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_284(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_floor_divide_285(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_floor_divide_286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_lerp_287(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_289(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_lerp_291(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_294(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_lerp_296(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_299(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_lerp_300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_lerp_301(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_lerp_tensor_302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_304(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_lerp_tensor_306(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_309(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_312(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_addcmul_315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcmul_316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_317(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_addcmul_319(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
+}
+
+static yt_tensor *
+inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_322(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_323(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcmul_324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_325(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addcmul_326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_addcmul_327(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_addcdiv_328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcdiv_329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_330(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_331(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_addcdiv_332(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
+}
+
+static yt_tensor *
+inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcdiv_337(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addcdiv_339(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_addcdiv_340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_pow_scalar_backward_341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_343(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_exp_348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_158(yt_tensor *const *inputs, void *ctx)
+inplace_exp_349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1523,7 +3300,7 @@ inplace_exp_158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_159(yt_tensor *const *inputs, void *ctx)
+out_exp_350(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1534,14 +3311,14 @@ out_exp_159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_160(yt_tensor *const *inputs, void *ctx)
+call_exp_351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_161(yt_tensor *const *inputs, void *ctx)
+inplace_exp_352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1553,7 +3330,7 @@ inplace_exp_161(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_162(yt_tensor *const *inputs, void *ctx)
+out_exp_353(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1564,14 +3341,14 @@ out_exp_162(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_163(yt_tensor *const *inputs, void *ctx)
+call_exp_354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_164(yt_tensor *const *inputs, void *ctx)
+inplace_exp_355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1583,7 +3360,7 @@ inplace_exp_164(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_165(yt_tensor *const *inputs, void *ctx)
+out_exp_356(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1594,14 +3371,14 @@ out_exp_165(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_166(yt_tensor *const *inputs, void *ctx)
+call_exp_357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_167(yt_tensor *const *inputs, void *ctx)
+inplace_exp_358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1613,7 +3390,7 @@ inplace_exp_167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_168(yt_tensor *const *inputs, void *ctx)
+out_exp_359(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1624,14 +3401,14 @@ out_exp_168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_169(yt_tensor *const *inputs, void *ctx)
+call_log_360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_170(yt_tensor *const *inputs, void *ctx)
+inplace_log_361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1643,7 +3420,7 @@ inplace_log_170(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_171(yt_tensor *const *inputs, void *ctx)
+out_log_362(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1654,14 +3431,14 @@ out_log_171(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_172(yt_tensor *const *inputs, void *ctx)
+call_log_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_173(yt_tensor *const *inputs, void *ctx)
+inplace_log_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1673,7 +3450,7 @@ inplace_log_173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_174(yt_tensor *const *inputs, void *ctx)
+out_log_365(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1684,14 +3461,14 @@ out_log_174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_175(yt_tensor *const *inputs, void *ctx)
+call_log_366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_176(yt_tensor *const *inputs, void *ctx)
+inplace_log_367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1703,7 +3480,7 @@ inplace_log_176(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_177(yt_tensor *const *inputs, void *ctx)
+out_log_368(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1714,14 +3491,14 @@ out_log_177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_178(yt_tensor *const *inputs, void *ctx)
+call_log_369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_179(yt_tensor *const *inputs, void *ctx)
+inplace_log_370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1733,7 +3510,7 @@ inplace_log_179(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_180(yt_tensor *const *inputs, void *ctx)
+out_log_371(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1744,14 +3521,14 @@ out_log_180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_181(yt_tensor *const *inputs, void *ctx)
+call_sqrt_372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_182(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1763,7 +3540,7 @@ inplace_sqrt_182(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_183(yt_tensor *const *inputs, void *ctx)
+out_sqrt_374(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1774,14 +3551,14 @@ out_sqrt_183(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_184(yt_tensor *const *inputs, void *ctx)
+call_sqrt_375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_185(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1793,7 +3570,7 @@ inplace_sqrt_185(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_186(yt_tensor *const *inputs, void *ctx)
+out_sqrt_377(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1804,14 +3581,14 @@ out_sqrt_186(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_187(yt_tensor *const *inputs, void *ctx)
+call_sqrt_378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_188(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1823,7 +3600,7 @@ inplace_sqrt_188(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_189(yt_tensor *const *inputs, void *ctx)
+out_sqrt_380(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1834,14 +3611,14 @@ out_sqrt_189(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_190(yt_tensor *const *inputs, void *ctx)
+call_sqrt_381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_191(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1853,7 +3630,7 @@ inplace_sqrt_191(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_192(yt_tensor *const *inputs, void *ctx)
+out_sqrt_383(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1864,14 +3641,14 @@ out_sqrt_192(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_193(yt_tensor *const *inputs, void *ctx)
+call_relu_384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_194(yt_tensor *const *inputs, void *ctx)
+inplace_relu_385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1883,7 +3660,7 @@ inplace_relu_194(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_195(yt_tensor *const *inputs, void *ctx)
+out_relu_386(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1894,14 +3671,14 @@ out_relu_195(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_196(yt_tensor *const *inputs, void *ctx)
+call_relu_387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_197(yt_tensor *const *inputs, void *ctx)
+inplace_relu_388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1913,7 +3690,7 @@ inplace_relu_197(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_198(yt_tensor *const *inputs, void *ctx)
+out_relu_389(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1924,14 +3701,14 @@ out_relu_198(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_199(yt_tensor *const *inputs, void *ctx)
+call_relu_390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_200(yt_tensor *const *inputs, void *ctx)
+inplace_relu_391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1943,7 +3720,7 @@ inplace_relu_200(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_201(yt_tensor *const *inputs, void *ctx)
+out_relu_392(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1954,14 +3731,14 @@ out_relu_201(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_202(yt_tensor *const *inputs, void *ctx)
+call_relu_393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_203(yt_tensor *const *inputs, void *ctx)
+inplace_relu_394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1973,7 +3750,7 @@ inplace_relu_203(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_204(yt_tensor *const *inputs, void *ctx)
+out_relu_395(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1984,21 +3761,21 @@ out_relu_204(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_relu_205(yt_tensor *const *inputs, void *ctx)
+error_relu_396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-call_sigmoid_206(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_207(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2010,7 +3787,7 @@ inplace_sigmoid_207(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_208(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_399(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2021,14 +3798,14 @@ out_sigmoid_208(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_209(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_210(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2040,7 +3817,7 @@ inplace_sigmoid_210(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_211(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_402(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2051,14 +3828,14 @@ out_sigmoid_211(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_212(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_213(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2070,7 +3847,7 @@ inplace_sigmoid_213(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_214(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_405(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2081,14 +3858,14 @@ out_sigmoid_214(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_215(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_216(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2100,7 +3877,7 @@ inplace_sigmoid_216(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_217(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_408(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2111,14 +3888,14 @@ out_sigmoid_217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_218(yt_tensor *const *inputs, void *ctx)
+call_tanh_409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_219(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2130,7 +3907,7 @@ inplace_tanh_219(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_220(yt_tensor *const *inputs, void *ctx)
+out_tanh_411(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2141,14 +3918,14 @@ out_tanh_220(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_221(yt_tensor *const *inputs, void *ctx)
+call_tanh_412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_222(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2160,7 +3937,7 @@ inplace_tanh_222(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_223(yt_tensor *const *inputs, void *ctx)
+out_tanh_414(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2171,14 +3948,14 @@ out_tanh_223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_224(yt_tensor *const *inputs, void *ctx)
+call_tanh_415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_225(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2190,7 +3967,7 @@ inplace_tanh_225(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_226(yt_tensor *const *inputs, void *ctx)
+out_tanh_417(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2201,14 +3978,14 @@ out_tanh_226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_227(yt_tensor *const *inputs, void *ctx)
+call_tanh_418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_228(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2220,7 +3997,7 @@ inplace_tanh_228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_229(yt_tensor *const *inputs, void *ctx)
+out_tanh_420(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2231,18 +4008,18 @@ out_tanh_229(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_230(yt_tensor *const *inputs, void *ctx)
+call_softplus_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_231(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2250,10 +4027,10 @@ inplace_softplus_231(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_232(yt_tensor *const *inputs, void *ctx)
+out_softplus_423(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2261,18 +4038,18 @@ out_softplus_232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_233(yt_tensor *const *inputs, void *ctx)
+call_softplus_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_234(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2280,10 +4057,10 @@ inplace_softplus_234(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_235(yt_tensor *const *inputs, void *ctx)
+out_softplus_426(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2291,18 +4068,18 @@ out_softplus_235(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_236(yt_tensor *const *inputs, void *ctx)
+call_softplus_427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_237(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2310,10 +4087,10 @@ inplace_softplus_237(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_238(yt_tensor *const *inputs, void *ctx)
+out_softplus_429(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2321,18 +4098,18 @@ out_softplus_238(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_239(yt_tensor *const *inputs, void *ctx)
+call_softplus_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_240(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2340,10 +4117,10 @@ inplace_softplus_240(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_241(yt_tensor *const *inputs, void *ctx)
+out_softplus_432(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2351,14 +4128,14 @@ out_softplus_241(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_242(yt_tensor *const *inputs, void *ctx)
+call_clone_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_243(yt_tensor *const *inputs, void *ctx)
+out_clone_434(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2369,14 +4146,14 @@ out_clone_243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_244(yt_tensor *const *inputs, void *ctx)
+call_clone_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_245(yt_tensor *const *inputs, void *ctx)
+out_clone_436(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2387,14 +4164,14 @@ out_clone_245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_246(yt_tensor *const *inputs, void *ctx)
+call_clone_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_247(yt_tensor *const *inputs, void *ctx)
+out_clone_438(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2405,14 +4182,14 @@ out_clone_247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_248(yt_tensor *const *inputs, void *ctx)
+call_clone_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_249(yt_tensor *const *inputs, void *ctx)
+out_clone_440(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2423,14 +4200,2391 @@ out_clone_249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_250(yt_tensor *const *inputs, void *ctx)
+call_abs_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_443(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_446(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_449(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_452(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_abs_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+call_sign_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_456(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_459(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_462(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_465(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_468(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_471(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_474(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_477(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_square_478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+call_reciprocal_479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_481(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_484(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_487(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_490(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_491(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_492(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_493(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_494(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_495(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_496(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_497(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_499(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_502(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_503(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_505(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_507(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_508(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_509(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_511(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_513(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_514(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_517(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_520(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_523(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_526(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_529(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_532(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_535(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_538(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_541(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_544(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_547(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_550(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_553(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_556(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_559(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_562(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_565(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_568(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_570(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_571(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_572(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_573(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_574(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_575(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_576(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_577(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_580(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_583(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_584(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_586(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_floor_587(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+call_ceil_588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_590(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_593(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_594(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_595(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_596(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_597(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_599(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ceil_600(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+call_round_601(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_602(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_603(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_604(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_606(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_607(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_608(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_609(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_610(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_611(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_612(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_round_613(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+call_trunc_614(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_615(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_616(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_617(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_618(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_619(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_621(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_622(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_623(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_624(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_625(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_trunc_626(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+call_leaky_relu_627(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_640(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_641(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_642(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_643(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_644(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_leaky_relu_backward_645(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_leaky_relu_backward_646(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_elu_647(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_648(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_649(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_650(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_651(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_652(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_653(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_654(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_655(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_656(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_657(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_658(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_elu_659(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+call_elu_backward_660(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_661(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_662(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_663(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_664(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_elu_backward_665(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_elu_backward_666(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_silu_667(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_668(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_669(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_670(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_671(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_672(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_673(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_674(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_675(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_676(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_677(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_678(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_silu_679(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_680(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_681(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_682(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_683(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_684(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_685(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_686(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_687(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_eq_688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_251(yt_tensor *const *inputs, void *ctx)
+out_eq_689(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2441,14 +6595,14 @@ out_eq_251(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_252(yt_tensor *const *inputs, void *ctx)
+call_eq_690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_253(yt_tensor *const *inputs, void *ctx)
+out_eq_691(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2459,14 +6613,14 @@ out_eq_253(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_254(yt_tensor *const *inputs, void *ctx)
+call_eq_692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_255(yt_tensor *const *inputs, void *ctx)
+out_eq_693(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2477,14 +6631,14 @@ out_eq_255(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_256(yt_tensor *const *inputs, void *ctx)
+call_eq_694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_257(yt_tensor *const *inputs, void *ctx)
+out_eq_695(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2495,14 +6649,14 @@ out_eq_257(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_258(yt_tensor *const *inputs, void *ctx)
+call_eq_696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_259(yt_tensor *const *inputs, void *ctx)
+out_eq_697(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2513,21 +6667,21 @@ out_eq_259(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_260(yt_tensor *const *inputs, void *ctx)
+error_eq_698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_261(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_262(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2538,14 +6692,14 @@ out_eq_scalar_262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_263(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_264(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2556,14 +6710,14 @@ out_eq_scalar_264(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_265(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_266(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2574,14 +6728,14 @@ out_eq_scalar_266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_267(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_268(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2592,14 +6746,14 @@ out_eq_scalar_268(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_269(yt_tensor *const *inputs, void *ctx)
+call_lt_707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_270(yt_tensor *const *inputs, void *ctx)
+out_lt_708(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2610,14 +6764,14 @@ out_lt_270(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_271(yt_tensor *const *inputs, void *ctx)
+call_lt_709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_272(yt_tensor *const *inputs, void *ctx)
+out_lt_710(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2628,14 +6782,14 @@ out_lt_272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_273(yt_tensor *const *inputs, void *ctx)
+call_lt_711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_274(yt_tensor *const *inputs, void *ctx)
+out_lt_712(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2646,14 +6800,14 @@ out_lt_274(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_275(yt_tensor *const *inputs, void *ctx)
+call_lt_713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_276(yt_tensor *const *inputs, void *ctx)
+out_lt_714(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2664,14 +6818,14 @@ out_lt_276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_277(yt_tensor *const *inputs, void *ctx)
+call_lt_715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_278(yt_tensor *const *inputs, void *ctx)
+out_lt_716(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2682,21 +6836,21 @@ out_lt_278(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_279(yt_tensor *const *inputs, void *ctx)
+error_lt_717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_280(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_281(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2707,14 +6861,14 @@ out_lt_scalar_281(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_282(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_283(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2725,14 +6879,14 @@ out_lt_scalar_283(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_284(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_285(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2743,14 +6897,14 @@ out_lt_scalar_285(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_286(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_287(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2761,14 +6915,14 @@ out_lt_scalar_287(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_288(yt_tensor *const *inputs, void *ctx)
+call_gt_726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_289(yt_tensor *const *inputs, void *ctx)
+out_gt_727(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2779,14 +6933,14 @@ out_gt_289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_290(yt_tensor *const *inputs, void *ctx)
+call_gt_728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_291(yt_tensor *const *inputs, void *ctx)
+out_gt_729(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2797,14 +6951,14 @@ out_gt_291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_292(yt_tensor *const *inputs, void *ctx)
+call_gt_730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_293(yt_tensor *const *inputs, void *ctx)
+out_gt_731(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2815,14 +6969,14 @@ out_gt_293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_294(yt_tensor *const *inputs, void *ctx)
+call_gt_732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_295(yt_tensor *const *inputs, void *ctx)
+out_gt_733(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2833,14 +6987,14 @@ out_gt_295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_296(yt_tensor *const *inputs, void *ctx)
+call_gt_734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_297(yt_tensor *const *inputs, void *ctx)
+out_gt_735(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2851,21 +7005,21 @@ out_gt_297(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_298(yt_tensor *const *inputs, void *ctx)
+error_gt_736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_299(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_300(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2876,14 +7030,14 @@ out_gt_scalar_300(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_301(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_302(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2894,14 +7048,14 @@ out_gt_scalar_302(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_303(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_304(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2912,14 +7066,14 @@ out_gt_scalar_304(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_305(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_306(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2930,14 +7084,14 @@ out_gt_scalar_306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_307(yt_tensor *const *inputs, void *ctx)
+call_where_745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_308(yt_tensor *const *inputs, void *ctx)
+out_where_746(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2948,14 +7102,14 @@ out_where_308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_309(yt_tensor *const *inputs, void *ctx)
+call_where_747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_310(yt_tensor *const *inputs, void *ctx)
+out_where_748(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2966,14 +7120,14 @@ out_where_310(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_311(yt_tensor *const *inputs, void *ctx)
+call_where_749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_312(yt_tensor *const *inputs, void *ctx)
+out_where_750(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2984,49 +7138,1087 @@ out_where_312(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_where_313(yt_tensor *const *inputs, void *ctx)
+error_where_751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_where_314(yt_tensor *const *inputs, void *ctx)
+error_where_752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_sum_315(yt_tensor *const *inputs, void *ctx)
+call_ne_753(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_754(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_755(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_756(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_757(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_758(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_759(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_760(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_761(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_762(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ne_763(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_ne_scalar_764(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_772(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_773(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_774(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_775(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_776(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_777(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_778(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_779(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_780(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_781(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_le_782(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_le_scalar_783(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_784(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_785(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_786(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_787(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_788(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_789(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_790(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_791(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_792(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_793(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_794(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_795(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_796(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_798(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_799(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_800(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ge_801(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_ge_scalar_802(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_810(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_811(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_812(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_813(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_814(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_815(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_816(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_817(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_818(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_819(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_and_820(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_or_821(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_822(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_823(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_824(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_825(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_826(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_827(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_828(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_829(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_830(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_or_831(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_xor_832(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_833(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_834(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_835(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_836(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_837(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_838(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_839(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_840(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_841(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_xor_842(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_not_843(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_844(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_845(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_846(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_847(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_848(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_849(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_850(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_masked_fill_851(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_masked_fill_852(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_853(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(-2.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_854(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(-2.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_855(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(0.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_856(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(0.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_857(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_858(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(1.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_masked_fill_859(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_masked_fill_860(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_masked_fill_tensor_861(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_868(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_869(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_sum_870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_316(yt_tensor *const *inputs, void *ctx)
+call_sum_871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_317(yt_tensor *const *inputs, void *ctx)
+call_sum_872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_318(yt_tensor *const *inputs, void *ctx)
+call_sum_873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_dim_319(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3034,7 +8226,7 @@ call_sum_dim_319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_320(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_875(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3046,7 +8238,7 @@ out_sum_dim_320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_321(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3054,7 +8246,7 @@ call_sum_dim_321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_322(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_877(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3066,7 +8258,7 @@ out_sum_dim_322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_323(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -3074,7 +8266,7 @@ call_sum_dim_323(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_324(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_879(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3086,7 +8278,7 @@ out_sum_dim_324(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_325(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -3094,7 +8286,7 @@ call_sum_dim_325(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_326(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_881(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3106,7 +8298,7 @@ out_sum_dim_326(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_327(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3114,35 +8306,35 @@ error_sum_dim_327(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_328(yt_tensor *const *inputs, void *ctx)
+call_mean_883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_329(yt_tensor *const *inputs, void *ctx)
+call_mean_884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_330(yt_tensor *const *inputs, void *ctx)
+call_mean_885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_mean_331(yt_tensor *const *inputs, void *ctx)
+error_mean_886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_332(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3150,7 +8342,7 @@ call_mean_dim_332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_333(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_888(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3162,7 +8354,7 @@ out_mean_dim_333(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_334(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3170,7 +8362,7 @@ call_mean_dim_334(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_335(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_890(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3182,7 +8374,7 @@ out_mean_dim_335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_336(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3190,7 +8382,7 @@ error_mean_dim_336(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_337(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3198,7 +8390,7 @@ error_mean_dim_337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_338(yt_tensor *const *inputs, void *ctx)
+call_amax_893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3206,7 +8398,7 @@ call_amax_338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_339(yt_tensor *const *inputs, void *ctx)
+out_amax_894(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3218,7 +8410,7 @@ out_amax_339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_340(yt_tensor *const *inputs, void *ctx)
+call_amax_895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3226,7 +8418,7 @@ call_amax_340(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_341(yt_tensor *const *inputs, void *ctx)
+out_amax_896(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3238,14 +8430,14 @@ out_amax_341(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_342(yt_tensor *const *inputs, void *ctx)
+call_amax_897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_343(yt_tensor *const *inputs, void *ctx)
+out_amax_898(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -3256,7 +8448,7 @@ out_amax_343(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_344(yt_tensor *const *inputs, void *ctx)
+error_amax_899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3264,14 +8456,14 @@ error_amax_344(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_345(yt_tensor *const *inputs, void *ctx)
+call_mm_900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_346(yt_tensor *const *inputs, void *ctx)
+out_mm_901(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3282,14 +8474,14 @@ out_mm_346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_347(yt_tensor *const *inputs, void *ctx)
+call_mm_902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_348(yt_tensor *const *inputs, void *ctx)
+out_mm_903(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3300,14 +8492,14 @@ out_mm_348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_349(yt_tensor *const *inputs, void *ctx)
+call_mm_904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_350(yt_tensor *const *inputs, void *ctx)
+out_mm_905(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3318,14 +8510,14 @@ out_mm_350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_351(yt_tensor *const *inputs, void *ctx)
+call_mm_906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_352(yt_tensor *const *inputs, void *ctx)
+out_mm_907(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3336,140 +8528,140 @@ out_mm_352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_353(yt_tensor *const *inputs, void *ctx)
+error_mm_908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_354(yt_tensor *const *inputs, void *ctx)
+error_mm_909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_355(yt_tensor *const *inputs, void *ctx)
+error_mm_910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_356(yt_tensor *const *inputs, void *ctx)
+error_mm_911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_357(yt_tensor *const *inputs, void *ctx)
+call_matmul_912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_358(yt_tensor *const *inputs, void *ctx)
+call_matmul_913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_359(yt_tensor *const *inputs, void *ctx)
+call_matmul_914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_360(yt_tensor *const *inputs, void *ctx)
+call_matmul_915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_361(yt_tensor *const *inputs, void *ctx)
+call_matmul_916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_366(yt_tensor *const *inputs, void *ctx)
+call_matmul_921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_367(yt_tensor *const *inputs, void *ctx)
+call_matmul_922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_368(yt_tensor *const *inputs, void *ctx)
+error_matmul_923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_369(yt_tensor *const *inputs, void *ctx)
+error_matmul_924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_370(yt_tensor *const *inputs, void *ctx)
+error_matmul_925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_371(yt_tensor *const *inputs, void *ctx)
+call_bmm_926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_372(yt_tensor *const *inputs, void *ctx)
+out_bmm_927(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3480,14 +8672,14 @@ out_bmm_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_373(yt_tensor *const *inputs, void *ctx)
+call_bmm_928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_374(yt_tensor *const *inputs, void *ctx)
+out_bmm_929(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3498,14 +8690,14 @@ out_bmm_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_375(yt_tensor *const *inputs, void *ctx)
+call_bmm_930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_376(yt_tensor *const *inputs, void *ctx)
+out_bmm_931(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3516,14 +8708,14 @@ out_bmm_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_377(yt_tensor *const *inputs, void *ctx)
+call_bmm_932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_378(yt_tensor *const *inputs, void *ctx)
+out_bmm_933(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3534,49 +8726,49 @@ out_bmm_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_379(yt_tensor *const *inputs, void *ctx)
+error_bmm_934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_380(yt_tensor *const *inputs, void *ctx)
+error_bmm_935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_381(yt_tensor *const *inputs, void *ctx)
+error_bmm_936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_382(yt_tensor *const *inputs, void *ctx)
+error_bmm_937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_383(yt_tensor *const *inputs, void *ctx)
+error_bmm_938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_384(yt_tensor *const *inputs, void *ctx)
+call_addmm_939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_385(yt_tensor *const *inputs, void *ctx)
+out_addmm_940(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3588,14 +8780,14 @@ out_addmm_385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_386(yt_tensor *const *inputs, void *ctx)
+call_addmm_941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_387(yt_tensor *const *inputs, void *ctx)
+out_addmm_942(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3607,14 +8799,14 @@ out_addmm_387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_388(yt_tensor *const *inputs, void *ctx)
+call_addmm_943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_389(yt_tensor *const *inputs, void *ctx)
+out_addmm_944(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3626,14 +8818,14 @@ out_addmm_389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_390(yt_tensor *const *inputs, void *ctx)
+call_addmm_945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_391(yt_tensor *const *inputs, void *ctx)
+out_addmm_946(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3645,14 +8837,14 @@ out_addmm_391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_392(yt_tensor *const *inputs, void *ctx)
+call_addmm_947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_393(yt_tensor *const *inputs, void *ctx)
+out_addmm_948(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3664,63 +8856,63 @@ out_addmm_393(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_394(yt_tensor *const *inputs, void *ctx)
+error_addmm_949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_395(yt_tensor *const *inputs, void *ctx)
+error_addmm_950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_396(yt_tensor *const *inputs, void *ctx)
+error_addmm_951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_397(yt_tensor *const *inputs, void *ctx)
+error_addmm_952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_398(yt_tensor *const *inputs, void *ctx)
+error_addmm_953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_399(yt_tensor *const *inputs, void *ctx)
+error_addmm_954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_400(yt_tensor *const *inputs, void *ctx)
+error_addmm_955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -3732,14 +8924,14 @@ out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3751,14 +8943,14 @@ out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3770,14 +8962,14 @@ out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3789,14 +8981,14 @@ out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3808,210 +9000,210 @@ out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_420(yt_tensor *const *inputs, void *ctx)
+call_dot_975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_421(yt_tensor *const *inputs, void *ctx)
+call_dot_976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_422(yt_tensor *const *inputs, void *ctx)
+call_dot_977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_423(yt_tensor *const *inputs, void *ctx)
+error_dot_978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_424(yt_tensor *const *inputs, void *ctx)
+error_dot_979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_425(yt_tensor *const *inputs, void *ctx)
+error_dot_980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_426(yt_tensor *const *inputs, void *ctx)
+error_dot_981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_427(yt_tensor *const *inputs, void *ctx)
+call_outer_982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_428(yt_tensor *const *inputs, void *ctx)
+call_outer_983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_429(yt_tensor *const *inputs, void *ctx)
+call_outer_984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_430(yt_tensor *const *inputs, void *ctx)
+error_outer_985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_431(yt_tensor *const *inputs, void *ctx)
+error_outer_986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_432(yt_tensor *const *inputs, void *ctx)
+error_outer_987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_433(yt_tensor *const *inputs, void *ctx)
+call_t_988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_434(yt_tensor *const *inputs, void *ctx)
+call_t_989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_435(yt_tensor *const *inputs, void *ctx)
+error_t_990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_436(yt_tensor *const *inputs, void *ctx)
+call_transpose_991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_437(yt_tensor *const *inputs, void *ctx)
+call_transpose_992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_438(yt_tensor *const *inputs, void *ctx)
+error_transpose_993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_439(yt_tensor *const *inputs, void *ctx)
+error_transpose_994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_440(yt_tensor *const *inputs, void *ctx)
+call_permute_995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -4019,7 +9211,7 @@ call_permute_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_441(yt_tensor *const *inputs, void *ctx)
+error_permute_996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -4027,7 +9219,7 @@ error_permute_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_442(yt_tensor *const *inputs, void *ctx)
+error_permute_997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -4035,7 +9227,7 @@ error_permute_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_443(yt_tensor *const *inputs, void *ctx)
+call_view_998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4043,7 +9235,7 @@ call_view_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_444(yt_tensor *const *inputs, void *ctx)
+call_view_999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4051,7 +9243,7 @@ call_view_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_445(yt_tensor *const *inputs, void *ctx)
+call_reshape_1000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4059,7 +9251,7 @@ call_reshape_445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_446(yt_tensor *const *inputs, void *ctx)
+call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4067,7 +9259,7 @@ call_reshape_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_447(yt_tensor *const *inputs, void *ctx)
+call_expand_1002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4075,7 +9267,7 @@ call_expand_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_448(yt_tensor *const *inputs, void *ctx)
+call_expand_1003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4083,112 +9275,112 @@ call_expand_448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_449(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_456(yt_tensor *const *inputs, void *ctx)
+call_slice_1011(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_457(yt_tensor *const *inputs, void *ctx)
+call_slice_1012(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_458(yt_tensor *const *inputs, void *ctx)
+error_slice_1013(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_459(yt_tensor *const *inputs, void *ctx)
+error_slice_1014(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_460(yt_tensor *const *inputs, void *ctx)
+call_select_1015(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_461(yt_tensor *const *inputs, void *ctx)
+call_select_1016(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_462(yt_tensor *const *inputs, void *ctx)
+error_select_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_463(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1018(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_464(yt_tensor *const *inputs, void *ctx)
+call_zeros_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4197,7 +9389,7 @@ call_zeros_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_465(yt_tensor *const *inputs, void *ctx)
+call_ones_1020(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4206,7 +9398,7 @@ call_ones_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_466(yt_tensor *const *inputs, void *ctx)
+call_full_1021(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4215,7 +9407,7 @@ call_full_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_467(yt_tensor *const *inputs, void *ctx)
+call_arange_1022(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4223,7 +9415,7 @@ call_arange_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_468(yt_tensor *const *inputs, void *ctx)
+call_rand_1023(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4232,7 +9424,7 @@ call_rand_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_469(yt_tensor *const *inputs, void *ctx)
+error_rand_1024(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4241,7 +9433,7 @@ error_rand_469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_470(yt_tensor *const *inputs, void *ctx)
+call_randn_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4250,7 +9442,7 @@ call_randn_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_471(yt_tensor *const *inputs, void *ctx)
+error_randn_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4259,7 +9451,7 @@ error_randn_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_472(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1027(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4267,7 +9459,7 @@ call_sum_to_472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_473(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -4275,7 +9467,7 @@ call_sum_to_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_474(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1029(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4904,818 +10096,3314 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 0",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_157,
-        .call_inplace = inplace_exp_158,
-        .call_out = out_exp_159,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_160,
-        .call_inplace = inplace_exp_161,
-        .call_out = out_exp_162,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_163,
-        .call_inplace = inplace_exp_164,
-        .call_out = out_exp_165,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_exp_166,
-        .call_inplace = inplace_exp_167,
-        .call_out = out_exp_168,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_169,
-        .call_inplace = inplace_log_170,
-        .call_out = out_log_171,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_172,
-        .call_inplace = inplace_log_173,
-        .call_out = out_log_174,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_175,
-        .call_inplace = inplace_log_176,
-        .call_out = out_log_177,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_178,
-        .call_inplace = inplace_log_179,
-        .call_out = out_log_180,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_181,
-        .call_inplace = inplace_sqrt_182,
-        .call_out = out_sqrt_183,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_184,
-        .call_inplace = inplace_sqrt_185,
-        .call_out = out_sqrt_186,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_187,
-        .call_inplace = inplace_sqrt_188,
-        .call_out = out_sqrt_189,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sqrt_190,
-        .call_inplace = inplace_sqrt_191,
-        .call_out = out_sqrt_192,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_193,
-        .call_inplace = inplace_relu_194,
-        .call_out = out_relu_195,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_196,
-        .call_inplace = inplace_relu_197,
-        .call_out = out_relu_198,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_199,
-        .call_inplace = inplace_relu_200,
-        .call_out = out_relu_201,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_relu_202,
-        .call_inplace = inplace_relu_203,
-        .call_out = out_relu_204,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_206,
-        .call_inplace = inplace_sigmoid_207,
-        .call_out = out_sigmoid_208,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_209,
-        .call_inplace = inplace_sigmoid_210,
-        .call_out = out_sigmoid_211,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_212,
-        .call_inplace = inplace_sigmoid_213,
-        .call_out = out_sigmoid_214,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sigmoid_215,
-        .call_inplace = inplace_sigmoid_216,
-        .call_out = out_sigmoid_217,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_218,
-        .call_inplace = inplace_tanh_219,
-        .call_out = out_tanh_220,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_221,
-        .call_inplace = inplace_tanh_222,
-        .call_out = out_tanh_223,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_224,
-        .call_inplace = inplace_tanh_225,
-        .call_out = out_tanh_226,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tanh_227,
-        .call_inplace = inplace_tanh_228,
-        .call_out = out_tanh_229,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_230,
-        .call_inplace = inplace_softplus_231,
-        .call_out = out_softplus_232,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_233,
-        .call_inplace = inplace_softplus_234,
-        .call_out = out_softplus_235,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_236,
-        .call_inplace = inplace_softplus_237,
-        .call_out = out_softplus_238,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softplus_239,
-        .call_inplace = inplace_softplus_240,
-        .call_out = out_softplus_241,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_242,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_157,
         .call_inplace = NULL,
-        .call_out = out_clone_243,
+        .call_out = out_pow_scalar_158,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 1",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_244,
+        .inputs[0] = {.name = "exponent",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pow_scalar_159,
         .call_inplace = NULL,
-        .call_out = out_clone_245,
+        .call_out = out_pow_scalar_160,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 2",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_246,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_161,
         .call_inplace = NULL,
-        .call_out = out_clone_247,
+        .call_out = out_pow_scalar_162,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 3",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clone_248,
+        .inputs[0] = {.name = "exponent", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_163,
         .call_inplace = NULL,
-        .call_out = out_clone_249,
+        .call_out = out_pow_scalar_164,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 0",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_250,
+        .call = call_maximum_166,
         .call_inplace = NULL,
-        .call_out = out_eq_251,
-        .differentiable = false,
+        .call_out = out_maximum_167,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 1",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_252,
+        .call = call_maximum_168,
         .call_inplace = NULL,
-        .call_out = out_eq_253,
-        .differentiable = false,
+        .call_out = out_maximum_169,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 2",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_254,
+        .call = call_maximum_170,
         .call_inplace = NULL,
-        .call_out = out_eq_255,
-        .differentiable = false,
+        .call_out = out_maximum_171,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 3",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_256,
+        .call = call_maximum_172,
         .call_inplace = NULL,
-        .call_out = out_eq_257,
-        .differentiable = false,
+        .call_out = out_maximum_173,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 4",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_258,
+        .call = call_maximum_174,
         .call_inplace = NULL,
-        .call_out = out_eq_259,
-        .differentiable = false,
+        .call_out = out_maximum_175,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_261,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_262,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_263,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_264,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_265,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_266,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_eq_scalar_267,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_268,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 0",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_269,
+        .call = call_minimum_177,
         .call_inplace = NULL,
-        .call_out = out_lt_270,
-        .differentiable = false,
+        .call_out = out_minimum_178,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 1",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_271,
+        .call = call_minimum_179,
         .call_inplace = NULL,
-        .call_out = out_lt_272,
-        .differentiable = false,
+        .call_out = out_minimum_180,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 2",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_273,
+        .call = call_minimum_181,
         .call_inplace = NULL,
-        .call_out = out_lt_274,
-        .differentiable = false,
+        .call_out = out_minimum_182,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 3",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_275,
+        .call = call_minimum_183,
         .call_inplace = NULL,
-        .call_out = out_lt_276,
-        .differentiable = false,
+        .call_out = out_minimum_184,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 4",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_277,
+        .call = call_minimum_185,
         .call_inplace = NULL,
-        .call_out = out_lt_278,
-        .differentiable = false,
+        .call_out = out_minimum_186,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 0",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_280,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_281,
-        .differentiable = false,
+        .call = call_clamp_min_188,
+        .call_inplace = inplace_clamp_min_189,
+        .call_out = out_clamp_min_190,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 1",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_282,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_283,
-        .differentiable = false,
+        .call = call_clamp_min_191,
+        .call_inplace = inplace_clamp_min_192,
+        .call_out = out_clamp_min_193,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 2",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_284,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_285,
-        .differentiable = false,
+        .call = call_clamp_min_194,
+        .call_inplace = inplace_clamp_min_195,
+        .call_out = out_clamp_min_196,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 3",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_lt_scalar_286,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_287,
-        .differentiable = false,
+        .call = call_clamp_min_197,
+        .call_inplace = inplace_clamp_min_198,
+        .call_out = out_clamp_min_199,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 0",
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_201,
+        .call_inplace = inplace_clamp_max_202,
+        .call_out = out_clamp_max_203,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_204,
+        .call_inplace = inplace_clamp_max_205,
+        .call_out = out_clamp_max_206,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_207,
+        .call_inplace = inplace_clamp_max_208,
+        .call_out = out_clamp_max_209,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_max_210,
+        .call_inplace = inplace_clamp_max_211,
+        .call_out = out_clamp_max_212,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_214,
+        .call_inplace = inplace_clamp_min_tensor_215,
+        .call_out = out_clamp_min_tensor_216,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_217,
+        .call_inplace = NULL,
+        .call_out = out_clamp_min_tensor_218,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_219,
+        .call_inplace = inplace_clamp_min_tensor_220,
+        .call_out = out_clamp_min_tensor_221,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_222,
+        .call_inplace = NULL,
+        .call_out = out_clamp_min_tensor_223,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_224,
+        .call_inplace = inplace_clamp_min_tensor_225,
+        .call_out = out_clamp_min_tensor_226,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_229,
+        .call_inplace = inplace_clamp_max_tensor_230,
+        .call_out = out_clamp_max_tensor_231,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_232,
+        .call_inplace = NULL,
+        .call_out = out_clamp_max_tensor_233,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_234,
+        .call_inplace = inplace_clamp_max_tensor_235,
+        .call_out = out_clamp_max_tensor_236,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_237,
+        .call_inplace = NULL,
+        .call_out = out_clamp_max_tensor_238,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_239,
+        .call_inplace = inplace_clamp_max_tensor_240,
+        .call_out = out_clamp_max_tensor_241,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_288,
-        .call_inplace = NULL,
-        .call_out = out_gt_289,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_244,
+        .call_inplace = inplace_remainder_245,
+        .call_out = out_remainder_246,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 1",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_290,
+        .call = call_remainder_247,
         .call_inplace = NULL,
-        .call_out = out_gt_291,
-        .differentiable = false,
-        .domain = NULL,
+        .call_out = out_remainder_248,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 2",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_292,
-        .call_inplace = NULL,
-        .call_out = out_gt_293,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_249,
+        .call_inplace = inplace_remainder_250,
+        .call_out = out_remainder_251,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 3",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_294,
+        .call = call_remainder_252,
         .call_inplace = NULL,
-        .call_out = out_gt_295,
-        .differentiable = false,
-        .domain = NULL,
+        .call_out = out_remainder_253,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 4",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_296,
-        .call_inplace = NULL,
-        .call_out = out_gt_297,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_254,
+        .call_inplace = inplace_remainder_255,
+        .call_out = out_remainder_256,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 0",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_299,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_300,
-        .differentiable = false,
+        .call = call_remainder_scalar_259,
+        .call_inplace = inplace_remainder_scalar_260,
+        .call_out = out_remainder_scalar_261,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 1",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_301,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_302,
-        .differentiable = false,
+        .call = call_remainder_scalar_262,
+        .call_inplace = inplace_remainder_scalar_263,
+        .call_out = out_remainder_scalar_264,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 2",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_303,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_304,
-        .differentiable = false,
+        .call = call_remainder_scalar_265,
+        .call_inplace = inplace_remainder_scalar_266,
+        .call_out = out_remainder_scalar_267,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 3",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gt_scalar_305,
+        .call = call_remainder_scalar_268,
+        .call_inplace = inplace_remainder_scalar_269,
+        .call_out = out_remainder_scalar_270,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_272,
+        .call_inplace = inplace_floor_divide_273,
+        .call_out = out_floor_divide_274,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_275,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_306,
+        .call_out = out_floor_divide_276,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_277,
+        .call_inplace = inplace_floor_divide_278,
+        .call_out = out_floor_divide_279,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_280,
+        .call_inplace = NULL,
+        .call_out = out_floor_divide_281,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_282,
+        .call_inplace = inplace_floor_divide_283,
+        .call_out = out_floor_divide_284,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_287,
+        .call_inplace = inplace_lerp_288,
+        .call_out = out_lerp_289,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_290,
+        .call_inplace = NULL,
+        .call_out = out_lerp_291,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_292,
+        .call_inplace = inplace_lerp_293,
+        .call_out = out_lerp_294,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_295,
+        .call_inplace = NULL,
+        .call_out = out_lerp_296,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_297,
+        .call_inplace = inplace_lerp_298,
+        .call_out = out_lerp_299,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_302,
+        .call_inplace = inplace_lerp_tensor_303,
+        .call_out = out_lerp_tensor_304,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_305,
+        .call_inplace = NULL,
+        .call_out = out_lerp_tensor_306,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_307,
+        .call_inplace = inplace_lerp_tensor_308,
+        .call_out = out_lerp_tensor_309,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_310,
+        .call_inplace = inplace_lerp_tensor_311,
+        .call_out = out_lerp_tensor_312,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_315,
+        .call_inplace = inplace_addcmul_316,
+        .call_out = out_addcmul_317,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_318,
+        .call_inplace = NULL,
+        .call_out = out_addcmul_319,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_320,
+        .call_inplace = inplace_addcmul_321,
+        .call_out = out_addcmul_322,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_323,
+        .call_inplace = inplace_addcmul_324,
+        .call_out = out_addcmul_325,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_328,
+        .call_inplace = inplace_addcdiv_329,
+        .call_out = out_addcdiv_330,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_331,
+        .call_inplace = NULL,
+        .call_out = out_addcdiv_332,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_333,
+        .call_inplace = inplace_addcdiv_334,
+        .call_out = out_addcdiv_335,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_336,
+        .call_inplace = inplace_addcdiv_337,
+        .call_out = out_addcdiv_338,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_341,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_342,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_344,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_348,
+        .call_inplace = inplace_exp_349,
+        .call_out = out_exp_350,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_351,
+        .call_inplace = inplace_exp_352,
+        .call_out = out_exp_353,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_354,
+        .call_inplace = inplace_exp_355,
+        .call_out = out_exp_356,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_exp_357,
+        .call_inplace = inplace_exp_358,
+        .call_out = out_exp_359,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_360,
+        .call_inplace = inplace_log_361,
+        .call_out = out_log_362,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_363,
+        .call_inplace = inplace_log_364,
+        .call_out = out_log_365,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_366,
+        .call_inplace = inplace_log_367,
+        .call_out = out_log_368,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_369,
+        .call_inplace = inplace_log_370,
+        .call_out = out_log_371,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_372,
+        .call_inplace = inplace_sqrt_373,
+        .call_out = out_sqrt_374,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_375,
+        .call_inplace = inplace_sqrt_376,
+        .call_out = out_sqrt_377,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_378,
+        .call_inplace = inplace_sqrt_379,
+        .call_out = out_sqrt_380,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sqrt_381,
+        .call_inplace = inplace_sqrt_382,
+        .call_out = out_sqrt_383,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_384,
+        .call_inplace = inplace_relu_385,
+        .call_out = out_relu_386,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_387,
+        .call_inplace = inplace_relu_388,
+        .call_out = out_relu_389,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_390,
+        .call_inplace = inplace_relu_391,
+        .call_out = out_relu_392,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_relu_393,
+        .call_inplace = inplace_relu_394,
+        .call_out = out_relu_395,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_397,
+        .call_inplace = inplace_sigmoid_398,
+        .call_out = out_sigmoid_399,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_400,
+        .call_inplace = inplace_sigmoid_401,
+        .call_out = out_sigmoid_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_403,
+        .call_inplace = inplace_sigmoid_404,
+        .call_out = out_sigmoid_405,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sigmoid_406,
+        .call_inplace = inplace_sigmoid_407,
+        .call_out = out_sigmoid_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_409,
+        .call_inplace = inplace_tanh_410,
+        .call_out = out_tanh_411,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_412,
+        .call_inplace = inplace_tanh_413,
+        .call_out = out_tanh_414,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_415,
+        .call_inplace = inplace_tanh_416,
+        .call_out = out_tanh_417,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tanh_418,
+        .call_inplace = inplace_tanh_419,
+        .call_out = out_tanh_420,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_421,
+        .call_inplace = inplace_softplus_422,
+        .call_out = out_softplus_423,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_424,
+        .call_inplace = inplace_softplus_425,
+        .call_out = out_softplus_426,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_427,
+        .call_inplace = inplace_softplus_428,
+        .call_out = out_softplus_429,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softplus_430,
+        .call_inplace = inplace_softplus_431,
+        .call_out = out_softplus_432,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_433,
+        .call_inplace = NULL,
+        .call_out = out_clone_434,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_435,
+        .call_inplace = NULL,
+        .call_out = out_clone_436,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_437,
+        .call_inplace = NULL,
+        .call_out = out_clone_438,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clone_439,
+        .call_inplace = NULL,
+        .call_out = out_clone_440,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_441,
+        .call_inplace = inplace_abs_442,
+        .call_out = out_abs_443,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_444,
+        .call_inplace = inplace_abs_445,
+        .call_out = out_abs_446,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_447,
+        .call_inplace = inplace_abs_448,
+        .call_out = out_abs_449,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_abs_450,
+        .call_inplace = inplace_abs_451,
+        .call_out = out_abs_452,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_454,
+        .call_inplace = inplace_sign_455,
+        .call_out = out_sign_456,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_457,
+        .call_inplace = inplace_sign_458,
+        .call_out = out_sign_459,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_460,
+        .call_inplace = inplace_sign_461,
+        .call_out = out_sign_462,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sign_463,
+        .call_inplace = inplace_sign_464,
+        .call_out = out_sign_465,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_square_466,
+        .call_inplace = inplace_square_467,
+        .call_out = out_square_468,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_square_469,
+        .call_inplace = inplace_square_470,
+        .call_out = out_square_471,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_square_472,
+        .call_inplace = inplace_square_473,
+        .call_out = out_square_474,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_square_475,
+        .call_inplace = inplace_square_476,
+        .call_out = out_square_477,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_479,
+        .call_inplace = inplace_reciprocal_480,
+        .call_out = out_reciprocal_481,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_482,
+        .call_inplace = inplace_reciprocal_483,
+        .call_out = out_reciprocal_484,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_485,
+        .call_inplace = inplace_reciprocal_486,
+        .call_out = out_reciprocal_487,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_reciprocal_488,
+        .call_inplace = inplace_reciprocal_489,
+        .call_out = out_reciprocal_490,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_491,
+        .call_inplace = inplace_rsqrt_492,
+        .call_out = out_rsqrt_493,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_494,
+        .call_inplace = inplace_rsqrt_495,
+        .call_out = out_rsqrt_496,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_497,
+        .call_inplace = inplace_rsqrt_498,
+        .call_out = out_rsqrt_499,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_rsqrt_500,
+        .call_inplace = inplace_rsqrt_501,
+        .call_out = out_rsqrt_502,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_503,
+        .call_inplace = inplace_expm1_504,
+        .call_out = out_expm1_505,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_506,
+        .call_inplace = inplace_expm1_507,
+        .call_out = out_expm1_508,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_509,
+        .call_inplace = inplace_expm1_510,
+        .call_out = out_expm1_511,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_expm1_512,
+        .call_inplace = inplace_expm1_513,
+        .call_out = out_expm1_514,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_515,
+        .call_inplace = inplace_log1p_516,
+        .call_out = out_log1p_517,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_518,
+        .call_inplace = inplace_log1p_519,
+        .call_out = out_log1p_520,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_521,
+        .call_inplace = inplace_log1p_522,
+        .call_out = out_log1p_523,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log1p_524,
+        .call_inplace = inplace_log1p_525,
+        .call_out = out_log1p_526,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_527,
+        .call_inplace = inplace_log2_528,
+        .call_out = out_log2_529,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_530,
+        .call_inplace = inplace_log2_531,
+        .call_out = out_log2_532,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_533,
+        .call_inplace = inplace_log2_534,
+        .call_out = out_log2_535,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log2_536,
+        .call_inplace = inplace_log2_537,
+        .call_out = out_log2_538,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_539,
+        .call_inplace = inplace_sin_540,
+        .call_out = out_sin_541,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_542,
+        .call_inplace = inplace_sin_543,
+        .call_out = out_sin_544,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_545,
+        .call_inplace = inplace_sin_546,
+        .call_out = out_sin_547,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sin_548,
+        .call_inplace = inplace_sin_549,
+        .call_out = out_sin_550,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_551,
+        .call_inplace = inplace_cos_552,
+        .call_out = out_cos_553,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_554,
+        .call_inplace = inplace_cos_555,
+        .call_out = out_cos_556,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_557,
+        .call_inplace = inplace_cos_558,
+        .call_out = out_cos_559,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cos_560,
+        .call_inplace = inplace_cos_561,
+        .call_out = out_cos_562,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_563,
+        .call_inplace = inplace_erf_564,
+        .call_out = out_erf_565,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_566,
+        .call_inplace = inplace_erf_567,
+        .call_out = out_erf_568,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_569,
+        .call_inplace = inplace_erf_570,
+        .call_out = out_erf_571,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_erf_572,
+        .call_inplace = inplace_erf_573,
+        .call_out = out_erf_574,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_575,
+        .call_inplace = inplace_floor_576,
+        .call_out = out_floor_577,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_578,
+        .call_inplace = inplace_floor_579,
+        .call_out = out_floor_580,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_581,
+        .call_inplace = inplace_floor_582,
+        .call_out = out_floor_583,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_floor_584,
+        .call_inplace = inplace_floor_585,
+        .call_out = out_floor_586,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_588,
+        .call_inplace = inplace_ceil_589,
+        .call_out = out_ceil_590,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_591,
+        .call_inplace = inplace_ceil_592,
+        .call_out = out_ceil_593,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_594,
+        .call_inplace = inplace_ceil_595,
+        .call_out = out_ceil_596,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ceil_597,
+        .call_inplace = inplace_ceil_598,
+        .call_out = out_ceil_599,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_round_601,
+        .call_inplace = inplace_round_602,
+        .call_out = out_round_603,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_round_604,
+        .call_inplace = inplace_round_605,
+        .call_out = out_round_606,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_round_607,
+        .call_inplace = inplace_round_608,
+        .call_out = out_round_609,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_round_610,
+        .call_inplace = inplace_round_611,
+        .call_out = out_round_612,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_614,
+        .call_inplace = inplace_trunc_615,
+        .call_out = out_trunc_616,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_617,
+        .call_inplace = inplace_trunc_618,
+        .call_out = out_trunc_619,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_620,
+        .call_inplace = inplace_trunc_621,
+        .call_out = out_trunc_622,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_trunc_623,
+        .call_inplace = inplace_trunc_624,
+        .call_out = out_trunc_625,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_627,
+        .call_inplace = inplace_leaky_relu_628,
+        .call_out = out_leaky_relu_629,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_630,
+        .call_inplace = inplace_leaky_relu_631,
+        .call_out = out_leaky_relu_632,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_633,
+        .call_inplace = inplace_leaky_relu_634,
+        .call_out = out_leaky_relu_635,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_leaky_relu_636,
+        .call_inplace = inplace_leaky_relu_637,
+        .call_out = out_leaky_relu_638,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_640,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_641,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_642,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_643,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_644,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_647,
+        .call_inplace = inplace_elu_648,
+        .call_out = out_elu_649,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_650,
+        .call_inplace = inplace_elu_651,
+        .call_out = out_elu_652,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_653,
+        .call_inplace = inplace_elu_654,
+        .call_out = out_elu_655,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_elu_656,
+        .call_inplace = inplace_elu_657,
+        .call_out = out_elu_658,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_660,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_661,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_662,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_663,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_664,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_667,
+        .call_inplace = inplace_silu_668,
+        .call_out = out_silu_669,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_670,
+        .call_inplace = inplace_silu_671,
+        .call_out = out_silu_672,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_673,
+        .call_inplace = inplace_silu_674,
+        .call_out = out_silu_675,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_silu_676,
+        .call_inplace = inplace_silu_677,
+        .call_out = out_silu_678,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_680,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_681,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_682,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isnan_683,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_684,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_685,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_686,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isfinite_687,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_688,
+        .call_inplace = NULL,
+        .call_out = out_eq_689,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_690,
+        .call_inplace = NULL,
+        .call_out = out_eq_691,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_692,
+        .call_inplace = NULL,
+        .call_out = out_eq_693,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_694,
+        .call_inplace = NULL,
+        .call_out = out_eq_695,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_696,
+        .call_inplace = NULL,
+        .call_out = out_eq_697,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_699,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_700,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_701,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_702,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_703,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_704,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_eq_scalar_705,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_706,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_707,
+        .call_inplace = NULL,
+        .call_out = out_lt_708,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_709,
+        .call_inplace = NULL,
+        .call_out = out_lt_710,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_711,
+        .call_inplace = NULL,
+        .call_out = out_lt_712,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_713,
+        .call_inplace = NULL,
+        .call_out = out_lt_714,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_715,
+        .call_inplace = NULL,
+        .call_out = out_lt_716,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_718,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_719,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_720,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_721,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_722,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_723,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_lt_scalar_724,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_725,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_726,
+        .call_inplace = NULL,
+        .call_out = out_gt_727,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_728,
+        .call_inplace = NULL,
+        .call_out = out_gt_729,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_730,
+        .call_inplace = NULL,
+        .call_out = out_gt_731,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_732,
+        .call_inplace = NULL,
+        .call_out = out_gt_733,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_734,
+        .call_inplace = NULL,
+        .call_out = out_gt_735,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_737,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_738,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_739,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_740,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_741,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_742,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_gt_scalar_743,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_744,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 0",
+        .where = "ops.yaml:590 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_307,
+        .call = call_where_745,
         .call_inplace = NULL,
-        .call_out = out_where_308,
+        .call_out = out_where_746,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 1",
+        .where = "ops.yaml:590 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_309,
+        .call = call_where_747,
         .call_inplace = NULL,
-        .call_out = out_where_310,
+        .call_out = out_where_748,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 2",
+        .where = "ops.yaml:590 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_311,
+        .call = call_where_749,
         .call_inplace = NULL,
-        .call_out = out_where_312,
+        .call_out = out_where_750,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 0",
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_753,
+        .call_inplace = NULL,
+        .call_out = out_ne_754,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_755,
+        .call_inplace = NULL,
+        .call_out = out_ne_756,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_757,
+        .call_inplace = NULL,
+        .call_out = out_ne_758,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_759,
+        .call_inplace = NULL,
+        .call_out = out_ne_760,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_761,
+        .call_inplace = NULL,
+        .call_out = out_ne_762,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_315,
+        .call = call_ne_scalar_764,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_ne_scalar_765,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 1",
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_scalar_766,
+        .call_inplace = NULL,
+        .call_out = out_ne_scalar_767,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_scalar_768,
+        .call_inplace = NULL,
+        .call_out = out_ne_scalar_769,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_316,
+        .call = call_ne_scalar_770,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_ne_scalar_771,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_317,
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_772,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_le_773,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 3",
-        .n_inputs = 1,
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_774,
+        .call_inplace = NULL,
+        .call_out = out_le_775,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_776,
+        .call_inplace = NULL,
+        .call_out = out_le_777,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 3",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_318,
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_le_778,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_le_779,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum.dim",
-        .where = "ops.yaml:284 sample 0",
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_780,
+        .call_inplace = NULL,
+        .call_out = out_le_781,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_319,
+        .call = call_le_scalar_783,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_320,
+        .call_out = out_le_scalar_784,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_le_scalar_785,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_786,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_le_scalar_787,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_788,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_le_scalar_789,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_790,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_791,
+        .call_inplace = NULL,
+        .call_out = out_ge_792,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_793,
+        .call_inplace = NULL,
+        .call_out = out_ge_794,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_795,
+        .call_inplace = NULL,
+        .call_out = out_ge_796,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_797,
+        .call_inplace = NULL,
+        .call_out = out_ge_798,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_799,
+        .call_inplace = NULL,
+        .call_out = out_ge_800,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_802,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_803,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_804,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_805,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_806,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_807,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ge_scalar_808,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_809,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_810,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_811,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_812,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_813,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_814,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_815,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_816,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_817,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_818,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_819,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_821,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_822,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_823,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_824,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_825,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_826,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_827,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_828,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_829,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_830,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_832,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_833,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_834,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_835,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_836,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_837,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_838,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_839,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_840,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_841,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_843,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_844,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_845,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_846,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_847,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_848,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logical_not_849,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_850,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_851,
+        .call_inplace = inplace_masked_fill_852,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_853,
+        .call_inplace = inplace_masked_fill_854,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_855,
+        .call_inplace = inplace_masked_fill_856,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_857,
+        .call_inplace = inplace_masked_fill_858,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_861,
+        .call_inplace = inplace_masked_fill_tensor_862,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_863,
+        .call_inplace = inplace_masked_fill_tensor_864,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_865,
+        .call_inplace = inplace_masked_fill_tensor_866,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_870,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sum_871,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_872,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_873,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 1",
+        .where = "ops.yaml:745 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_874,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_875,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:745 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_321,
+        .call = call_sum_dim_876,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_322,
+        .call_out = out_sum_dim_877,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 2",
+        .where = "ops.yaml:745 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_dim_323,
+        .call = call_sum_dim_878,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_324,
+        .call_out = out_sum_dim_879,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 3",
+        .where = "ops.yaml:745 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_325,
+        .call = call_sum_dim_880,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_326,
+        .call_out = out_sum_dim_881,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 0",
+        .where = "ops.yaml:759 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_328,
+        .call = call_mean_883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5723,11 +13411,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 1",
+        .where = "ops.yaml:759 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mean_329,
+        .call = call_mean_884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5735,10 +13423,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 2",
+        .where = "ops.yaml:759 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_330,
+        .call = call_mean_885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5746,116 +13434,116 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:312 sample 0",
+        .where = "ops.yaml:773 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_332,
+        .call = call_mean_dim_887,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_333,
+        .call_out = out_mean_dim_888,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:312 sample 1",
+        .where = "ops.yaml:773 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_334,
+        .call = call_mean_dim_889,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_335,
+        .call_out = out_mean_dim_890,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 0",
+        .where = "ops.yaml:785 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_338,
+        .call = call_amax_893,
         .call_inplace = NULL,
-        .call_out = out_amax_339,
+        .call_out = out_amax_894,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 1",
+        .where = "ops.yaml:785 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_340,
+        .call = call_amax_895,
         .call_inplace = NULL,
-        .call_out = out_amax_341,
+        .call_out = out_amax_896,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 2",
+        .where = "ops.yaml:785 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_342,
+        .call = call_amax_897,
         .call_inplace = NULL,
-        .call_out = out_amax_343,
+        .call_out = out_amax_898,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 0",
+        .where = "ops.yaml:807 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_345,
+        .call = call_mm_900,
         .call_inplace = NULL,
-        .call_out = out_mm_346,
+        .call_out = out_mm_901,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 1",
+        .where = "ops.yaml:807 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_347,
+        .call = call_mm_902,
         .call_inplace = NULL,
-        .call_out = out_mm_348,
+        .call_out = out_mm_903,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 2",
+        .where = "ops.yaml:807 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_349,
+        .call = call_mm_904,
         .call_inplace = NULL,
-        .call_out = out_mm_350,
+        .call_out = out_mm_905,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 3",
+        .where = "ops.yaml:807 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_351,
+        .call = call_mm_906,
         .call_inplace = NULL,
-        .call_out = out_mm_352,
+        .call_out = out_mm_907,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 0",
+        .where = "ops.yaml:825 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_357,
+        .call = call_matmul_912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5863,11 +13551,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 1",
+        .where = "ops.yaml:825 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_358,
+        .call = call_matmul_913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5875,11 +13563,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 2",
+        .where = "ops.yaml:825 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_359,
+        .call = call_matmul_914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5887,11 +13575,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 3",
+        .where = "ops.yaml:825 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_360,
+        .call = call_matmul_915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5899,11 +13587,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 4",
+        .where = "ops.yaml:825 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_361,
+        .call = call_matmul_916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5911,11 +13599,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 5",
+        .where = "ops.yaml:825 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_362,
+        .call = call_matmul_917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5923,7 +13611,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 6",
+        .where = "ops.yaml:825 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -5931,7 +13619,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_363,
+        .call = call_matmul_918,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5939,11 +13627,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 7",
+        .where = "ops.yaml:825 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_364,
+        .call = call_matmul_919,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5951,11 +13639,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 8",
+        .where = "ops.yaml:825 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_365,
+        .call = call_matmul_920,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5963,7 +13651,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 9",
+        .where = "ops.yaml:825 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -5971,7 +13659,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_366,
+        .call = call_matmul_921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5979,11 +13667,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 10",
+        .where = "ops.yaml:825 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_367,
+        .call = call_matmul_922,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5991,19 +13679,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 0",
+        .where = "ops.yaml:855 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_371,
+        .call = call_bmm_926,
         .call_inplace = NULL,
-        .call_out = out_bmm_372,
+        .call_out = out_bmm_927,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 1",
+        .where = "ops.yaml:855 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -6015,119 +13703,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_373,
+        .call = call_bmm_928,
         .call_inplace = NULL,
-        .call_out = out_bmm_374,
+        .call_out = out_bmm_929,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 2",
+        .where = "ops.yaml:855 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_375,
+        .call = call_bmm_930,
         .call_inplace = NULL,
-        .call_out = out_bmm_376,
+        .call_out = out_bmm_931,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 3",
+        .where = "ops.yaml:855 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_377,
+        .call = call_bmm_932,
         .call_inplace = NULL,
-        .call_out = out_bmm_378,
+        .call_out = out_bmm_933,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 0",
+        .where = "ops.yaml:882 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_384,
+        .call = call_addmm_939,
         .call_inplace = NULL,
-        .call_out = out_addmm_385,
+        .call_out = out_addmm_940,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 1",
+        .where = "ops.yaml:882 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_386,
+        .call = call_addmm_941,
         .call_inplace = NULL,
-        .call_out = out_addmm_387,
+        .call_out = out_addmm_942,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 2",
+        .where = "ops.yaml:882 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_388,
+        .call = call_addmm_943,
         .call_inplace = NULL,
-        .call_out = out_addmm_389,
+        .call_out = out_addmm_944,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 3",
+        .where = "ops.yaml:882 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_390,
+        .call = call_addmm_945,
         .call_inplace = NULL,
-        .call_out = out_addmm_391,
+        .call_out = out_addmm_946,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 4",
+        .where = "ops.yaml:882 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_392,
+        .call = call_addmm_947,
         .call_inplace = NULL,
-        .call_out = out_addmm_393,
+        .call_out = out_addmm_948,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 0",
+        .where = "ops.yaml:914 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_401,
+        .call = call_baddbmm_956,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_402,
+        .call_out = out_baddbmm_957,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 1",
+        .where = "ops.yaml:914 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -6136,15 +13824,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_403,
+        .call = call_baddbmm_958,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_404,
+        .call_out = out_baddbmm_959,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 2",
+        .where = "ops.yaml:914 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -6153,45 +13841,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_405,
+        .call = call_baddbmm_960,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_406,
+        .call_out = out_baddbmm_961,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 3",
+        .where = "ops.yaml:914 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_407,
+        .call = call_baddbmm_962,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_408,
+        .call_out = out_baddbmm_963,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 4",
+        .where = "ops.yaml:914 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_409,
+        .call = call_baddbmm_964,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_410,
+        .call_out = out_baddbmm_965,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 0",
+        .where = "ops.yaml:935 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_420,
+        .call = call_dot_975,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6199,11 +13887,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 1",
+        .where = "ops.yaml:935 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_421,
+        .call = call_dot_976,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6211,11 +13899,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 2",
+        .where = "ops.yaml:935 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_422,
+        .call = call_dot_977,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6223,11 +13911,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 0",
+        .where = "ops.yaml:952 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_427,
+        .call = call_outer_982,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6235,11 +13923,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 1",
+        .where = "ops.yaml:952 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_428,
+        .call = call_outer_983,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6247,11 +13935,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 2",
+        .where = "ops.yaml:952 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_429,
+        .call = call_outer_984,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6259,10 +13947,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:531 sample 0",
+        .where = "ops.yaml:992 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_433,
+        .call = call_t_988,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6270,10 +13958,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:531 sample 1",
+        .where = "ops.yaml:992 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_434,
+        .call = call_t_989,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6281,10 +13969,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:542 sample 0",
+        .where = "ops.yaml:1003 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_436,
+        .call = call_transpose_991,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6292,10 +13980,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:542 sample 1",
+        .where = "ops.yaml:1003 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_437,
+        .call = call_transpose_992,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6303,10 +13991,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:556 sample 0",
+        .where = "ops.yaml:1017 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_440,
+        .call = call_permute_995,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6314,10 +14002,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:565 sample 0",
+        .where = "ops.yaml:1026 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_443,
+        .call = call_view_998,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6325,10 +14013,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:565 sample 1",
+        .where = "ops.yaml:1026 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_444,
+        .call = call_view_999,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6336,10 +14024,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:575 sample 0",
+        .where = "ops.yaml:1036 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_445,
+        .call = call_reshape_1000,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6347,11 +14035,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:575 sample 1",
+        .where = "ops.yaml:1036 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_446,
+        .call = call_reshape_1001,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6359,10 +14047,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:585 sample 0",
+        .where = "ops.yaml:1046 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_447,
+        .call = call_expand_1002,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6370,10 +14058,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:585 sample 1",
+        .where = "ops.yaml:1046 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_448,
+        .call = call_expand_1003,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6381,10 +14069,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:595 sample 0",
+        .where = "ops.yaml:1056 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_449,
+        .call = call_squeeze_1004,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6392,10 +14080,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:605 sample 0",
+        .where = "ops.yaml:1066 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_450,
+        .call = call_squeeze_dim_1005,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6403,10 +14091,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:605 sample 1",
+        .where = "ops.yaml:1066 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_451,
+        .call = call_squeeze_dim_1006,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6414,10 +14102,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:616 sample 0",
+        .where = "ops.yaml:1077 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_453,
+        .call = call_unsqueeze_1008,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6425,10 +14113,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:616 sample 1",
+        .where = "ops.yaml:1077 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_454,
+        .call = call_unsqueeze_1009,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6436,10 +14124,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:630 sample 0",
+        .where = "ops.yaml:1091 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_456,
+        .call = call_slice_1011,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6447,10 +14135,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:630 sample 1",
+        .where = "ops.yaml:1091 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_457,
+        .call = call_slice_1012,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6458,10 +14146,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:641 sample 0",
+        .where = "ops.yaml:1102 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_460,
+        .call = call_select_1015,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6469,10 +14157,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:641 sample 1",
+        .where = "ops.yaml:1102 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_461,
+        .call = call_select_1016,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6480,11 +14168,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:1112 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_463,
+        .call = call_contiguous_1018,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6492,9 +14180,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:671 sample 0",
+        .where = "ops.yaml:1132 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_464,
+        .call = call_zeros_1019,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6502,9 +14190,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:679 sample 0",
+        .where = "ops.yaml:1140 sample 0",
         .n_inputs = 0,
-        .call = call_ones_465,
+        .call = call_ones_1020,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6512,9 +14200,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:687 sample 0",
+        .where = "ops.yaml:1148 sample 0",
         .n_inputs = 0,
-        .call = call_full_466,
+        .call = call_full_1021,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6522,9 +14210,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:702 sample 0",
+        .where = "ops.yaml:1163 sample 0",
         .n_inputs = 0,
-        .call = call_arange_467,
+        .call = call_arange_1022,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6532,9 +14220,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:710 sample 0",
+        .where = "ops.yaml:1171 sample 0",
         .n_inputs = 0,
-        .call = call_rand_468,
+        .call = call_rand_1023,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6542,9 +14230,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:721 sample 0",
+        .where = "ops.yaml:1182 sample 0",
         .n_inputs = 0,
-        .call = call_randn_470,
+        .call = call_randn_1025,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6552,10 +14240,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:740 sample 0",
+        .where = "ops.yaml:1201 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_472,
+        .call = call_sum_to_1027,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6563,10 +14251,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:740 sample 1",
+        .where = "ops.yaml:1201 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_473,
+        .call = call_sum_to_1028,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6683,591 +14371,1067 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "pow: ",
     },
     {
-        .op = "relu",
-        .what = "ops.yaml:140: dtype of self",
+        .op = "pow.Scalar",
+        .what = "ops.yaml:112: dtype of exponent",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_pow_scalar_165,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "pow: ",
+    },
+    {
+        .op = "maximum",
+        .what = "ops.yaml:125: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_maximum_176,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "maximum: ",
+    },
+    {
+        .op = "minimum",
+        .what = "ops.yaml:134: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_minimum_187,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "minimum: ",
+    },
+    {
+        .op = "clamp_min",
+        .what = "ops.yaml:143: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_relu_205,
+        .call = error_clamp_min_200,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_max",
+        .what = "ops.yaml:151: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_clamp_max_213,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .what = "ops.yaml:159: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_min_tensor_227,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .what = "ops.yaml:159: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_min_tensor_228,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .what = "ops.yaml:168: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_max_tensor_242,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .what = "ops.yaml:168: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_max_tensor_243,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "remainder.Tensor",
+        .what = "ops.yaml:177: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_remainder_257,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "remainder.Tensor",
+        .what = "ops.yaml:177: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_remainder_258,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "remainder.Scalar",
+        .what = "ops.yaml:187: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_remainder_scalar_271,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "floor_divide",
+        .what = "ops.yaml:195: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_floor_divide_285,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "floor_divide: ",
+    },
+    {
+        .op = "floor_divide",
+        .what = "ops.yaml:195: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_floor_divide_286,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "floor_divide: ",
+    },
+    {
+        .op = "lerp.Scalar",
+        .what = "ops.yaml:205: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_300,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Scalar",
+        .what = "ops.yaml:205: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_301,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Tensor",
+        .what = "ops.yaml:214: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_tensor_313,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Tensor",
+        .what = "ops.yaml:214: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_tensor_314,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "addcmul",
+        .what = "ops.yaml:228: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addcmul_326,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addcmul: ",
+    },
+    {
+        .op = "addcmul",
+        .what = "ops.yaml:228: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addcmul_327,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "addcmul: ",
+    },
+    {
+        .op = "addcdiv",
+        .what = "ops.yaml:242: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addcdiv_339,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addcdiv: ",
+    },
+    {
+        .op = "addcdiv",
+        .what = "ops.yaml:242: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addcdiv_340,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "addcdiv: ",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .what = "ops.yaml:257: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_scalar_backward_346,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "pow_scalar_backward: ",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .what = "ops.yaml:257: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_scalar_backward_347,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "pow_scalar_backward: ",
+    },
+    {
+        .op = "relu",
+        .what = "ops.yaml:295: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_relu_396,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "relu: ",
     },
     {
+        .op = "abs",
+        .what = "ops.yaml:342: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_abs_453,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "abs: ",
+    },
+    {
+        .op = "square",
+        .what = "ops.yaml:357: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_square_478,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "square: ",
+    },
+    {
+        .op = "floor",
+        .what = "ops.yaml:432: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_floor_587,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "floor: ",
+    },
+    {
+        .op = "ceil",
+        .what = "ops.yaml:439: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_ceil_600,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "ceil: ",
+    },
+    {
+        .op = "round",
+        .what = "ops.yaml:446: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_round_613,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "round: ",
+    },
+    {
+        .op = "trunc",
+        .what = "ops.yaml:453: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_trunc_626,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "trunc: ",
+    },
+    {
+        .op = "leaky_relu",
+        .what = "ops.yaml:460: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_leaky_relu_639,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "leaky_relu: ",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .what = "ops.yaml:468: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_leaky_relu_backward_645,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "leaky_relu_backward: ",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .what = "ops.yaml:468: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_leaky_relu_backward_646,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "leaky_relu_backward: ",
+    },
+    {
+        .op = "elu",
+        .what = "ops.yaml:479: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_elu_659,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "elu: ",
+    },
+    {
+        .op = "elu_backward",
+        .what = "ops.yaml:487: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_elu_backward_665,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "elu_backward: ",
+    },
+    {
+        .op = "elu_backward",
+        .what = "ops.yaml:487: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_elu_backward_666,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "elu_backward: ",
+    },
+    {
+        .op = "silu",
+        .what = "ops.yaml:498: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_silu_679,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "silu: ",
+    },
+    {
         .op = "eq.Tensor",
-        .what = "ops.yaml:189: broadcast",
+        .what = "ops.yaml:525: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_eq_260,
+        .call = error_eq_698,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:208: broadcast",
+        .what = "ops.yaml:544: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lt_279,
+        .call = error_lt_717,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:227: broadcast",
+        .what = "ops.yaml:563: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gt_298,
+        .call = error_gt_736,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:246: dtype of condition",
+        .what = "ops.yaml:582: dtype of condition",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_where_313,
+        .call = error_where_751,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:246: broadcast",
+        .what = "ops.yaml:582: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_where_314,
+        .call = error_where_752,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
     {
+        .op = "ne.Tensor",
+        .what = "ops.yaml:595: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_ne_763,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "ne: ",
+    },
+    {
+        .op = "le.Tensor",
+        .what = "ops.yaml:614: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_le_782,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "le: ",
+    },
+    {
+        .op = "ge.Tensor",
+        .what = "ops.yaml:633: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_ge_801,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "ge: ",
+    },
+    {
+        .op = "logical_and",
+        .what = "ops.yaml:652: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_and_820,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_and: ",
+    },
+    {
+        .op = "logical_or",
+        .what = "ops.yaml:662: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_or_831,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_or: ",
+    },
+    {
+        .op = "logical_xor",
+        .what = "ops.yaml:672: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_xor_842,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_xor: ",
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .what = "ops.yaml:691: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_fill_859,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .what = "ops.yaml:691: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_fill_860,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:711: value.dim == 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_867,
+        .expect = 0,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:704: dtype of mask",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_868,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:704: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_869,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
         .op = "sum.dim",
-        .what = "ops.yaml:275: dim out of range",
+        .what = "ops.yaml:736: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_327,
+        .call = error_sum_dim_882,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:290: dtype of self",
+        .what = "ops.yaml:751: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_331,
+        .call = error_mean_886,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:303: dtype of self",
+        .what = "ops.yaml:764: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_dim_336,
+        .call = error_mean_dim_891,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:303: dim out of range",
+        .what = "ops.yaml:764: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_337,
+        .call = error_mean_dim_892,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:316: dim out of range",
+        .what = "ops.yaml:777: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_344,
+        .call = error_amax_899,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:337: self.dim == 2",
+        .what = "ops.yaml:798: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_353,
+        .call = error_mm_908,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:339: mat2.dim == 2",
+        .what = "ops.yaml:800: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_354,
+        .call = error_mm_909,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:341: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:802: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_355,
+        .call = error_mm_910,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:331: dtype of self",
+        .what = "ops.yaml:792: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_356,
+        .call = error_mm_911,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:358: self.dim >= 1",
+        .what = "ops.yaml:819: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_368,
+        .call = error_matmul_923,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:360: other.dim >= 1",
+        .what = "ops.yaml:821: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_369,
+        .call = error_matmul_924,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:352: dtype of self",
+        .what = "ops.yaml:813: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_370,
+        .call = error_matmul_925,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:383: self.dim == 3",
+        .what = "ops.yaml:844: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_379,
+        .call = error_bmm_934,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:385: mat2.dim == 3",
+        .what = "ops.yaml:846: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_380,
+        .call = error_bmm_935,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:848: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_381,
+        .call = error_bmm_936,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:850: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_382,
+        .call = error_bmm_937,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:377: dtype of self",
+        .what = "ops.yaml:838: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_383,
+        .call = error_bmm_938,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:406: mat1.dim == 2",
+        .what = "ops.yaml:867: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_394,
+        .call = error_addmm_949,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:408: mat2.dim == 2",
+        .what = "ops.yaml:869: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_395,
+        .call = error_addmm_950,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:871: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_396,
+        .call = error_addmm_951,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:412: self.dim <= 2",
+        .what = "ops.yaml:873: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_397,
+        .call = error_addmm_952,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what = "ops.yaml:875: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_398,
+        .call = error_addmm_953,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what = "ops.yaml:877: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_399,
+        .call = error_addmm_954,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:400: dtype of self",
+        .what = "ops.yaml:861: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_400,
+        .call = error_addmm_955,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:434: batch1.dim == 3",
+        .what = "ops.yaml:895: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_411,
+        .call = error_baddbmm_966,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:436: batch2.dim == 3",
+        .what = "ops.yaml:897: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_412,
+        .call = error_baddbmm_967,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:899: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_413,
+        .call = error_baddbmm_968,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:901: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_414,
+        .call = error_baddbmm_969,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:442: self.dim <= 3",
+        .what = "ops.yaml:903: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_415,
+        .call = error_baddbmm_970,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:905: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_416,
+        .call = error_baddbmm_971,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:907: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_417,
+        .call = error_baddbmm_972,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what = "ops.yaml:909: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_418,
+        .call = error_baddbmm_973,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:428: dtype of self",
+        .what = "ops.yaml:889: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_419,
+        .call = error_baddbmm_974,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:466: self.dim == 1",
+        .what = "ops.yaml:927: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_423,
+        .call = error_dot_978,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:468: tensor.dim == 1",
+        .what = "ops.yaml:929: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_424,
+        .call = error_dot_979,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:931: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_425,
+        .call = error_dot_980,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:460: dtype of self",
+        .what = "ops.yaml:921: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_426,
+        .call = error_dot_981,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:485: self.dim == 1",
+        .what = "ops.yaml:946: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_430,
+        .call = error_outer_985,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:487: vec2.dim == 1",
+        .what = "ops.yaml:948: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_431,
+        .call = error_outer_986,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:479: dtype of self",
+        .what = "ops.yaml:940: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_432,
+        .call = error_outer_987,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:527: self.dim <= 2",
+        .what = "ops.yaml:988: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_435,
+        .call = error_t_990,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:535: dim0 out of range",
+        .what = "ops.yaml:996: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_438,
+        .call = error_transpose_993,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:535: dim1 out of range",
+        .what = "ops.yaml:996: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_439,
+        .call = error_transpose_994,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:552: len(dims) == self.dim",
+        .what = "ops.yaml:1013: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_441,
+        .call = error_permute_996,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:546: dims out of range",
+        .what = "ops.yaml:1007: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_442,
+        .call = error_permute_997,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:598: dim out of range",
+        .what = "ops.yaml:1059: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_452,
+        .call = error_squeeze_dim_1007,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:609: dim out of range",
+        .what = "ops.yaml:1070: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_455,
+        .call = error_unsqueeze_1010,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:626: step > 0",
+        .what = "ops.yaml:1087: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_458,
+        .call = error_slice_1013,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:620: dim out of range",
+        .what = "ops.yaml:1081: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_459,
+        .call = error_slice_1014,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:634: dim out of range",
+        .what = "ops.yaml:1095: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_462,
+        .call = error_select_1017,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:715: is_floating(result_dtype)",
+        .what = "ops.yaml:1176: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_469,
+        .call = error_rand_1024,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:726: is_floating(result_dtype)",
+        .what = "ops.yaml:1187: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_471,
+        .call = error_randn_1026,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:734: dtype of self",
+        .what = "ops.yaml:1195: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_474,
+        .call = error_sum_to_1029,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -4,6 +4,8 @@
 yt_op_cases[i]. Each function takes the case's tensors (made by tests/diff/runner.c) and computes
 the op with PyTorch; `dtypes` lists the dtypes the case runs in (its free tensors take each in
 turn), `free` marks tensors whose dtype the sample does not fix."""
+import math
+
 import torch
 
 
@@ -314,731 +316,1880 @@ def case_52(self, exponent):
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_53(self):
-    """exp (ops.yaml:114 sample 0)"""
-    return torch.ops.aten.exp(self)
+def case_53(exponent):
+    """pow.Scalar (ops.yaml:119 sample 0)"""
+    self = 1.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_54(self):
-    """exp (ops.yaml:114 sample 1)"""
-    return torch.ops.aten.exp(self)
+def case_54(exponent):
+    """pow.Scalar (ops.yaml:119 sample 1)"""
+    self = 2.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_55(self):
-    """exp (ops.yaml:114 sample 2)"""
-    return torch.ops.aten.exp(self)
+def case_55(exponent):
+    """pow.Scalar (ops.yaml:119 sample 2)"""
+    self = 0.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_56(self):
-    """exp (ops.yaml:114 sample 3)"""
-    return torch.ops.aten.exp(self)
+def case_56(exponent):
+    """pow.Scalar (ops.yaml:119 sample 3)"""
+    self = 3.0
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_57(self):
-    """log (ops.yaml:122 sample 0)"""
-    return torch.ops.aten.log(self)
+def case_57(self, other):
+    """maximum (ops.yaml:125 sample 0)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_58(self):
-    """log (ops.yaml:122 sample 1)"""
-    return torch.ops.aten.log(self)
+def case_58(self, other):
+    """maximum (ops.yaml:125 sample 1)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_59(self):
-    """log (ops.yaml:122 sample 2)"""
-    return torch.ops.aten.log(self)
+def case_59(self, other):
+    """maximum (ops.yaml:125 sample 2)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_60(self):
-    """log (ops.yaml:122 sample 3)"""
-    return torch.ops.aten.log(self)
+def case_60(self, other):
+    """maximum (ops.yaml:125 sample 3)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_61(self):
-    """sqrt (ops.yaml:131 sample 0)"""
-    return torch.ops.aten.sqrt(self)
+def case_61(self, other):
+    """maximum (ops.yaml:125 sample 4)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_62(self):
-    """sqrt (ops.yaml:131 sample 1)"""
-    return torch.ops.aten.sqrt(self)
+def case_62(self, other):
+    """minimum (ops.yaml:134 sample 0)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_63(self):
-    """sqrt (ops.yaml:131 sample 2)"""
-    return torch.ops.aten.sqrt(self)
+def case_63(self, other):
+    """minimum (ops.yaml:134 sample 1)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_64(self):
-    """sqrt (ops.yaml:131 sample 3)"""
-    return torch.ops.aten.sqrt(self)
+def case_64(self, other):
+    """minimum (ops.yaml:134 sample 2)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_65(self):
-    """relu (ops.yaml:140 sample 0)"""
-    return torch.ops.aten.relu(self)
+def case_65(self, other):
+    """minimum (ops.yaml:134 sample 3)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_66(self):
-    """relu (ops.yaml:140 sample 1)"""
-    return torch.ops.aten.relu(self)
+def case_66(self, other):
+    """minimum (ops.yaml:134 sample 4)"""
+    return torch.ops.aten.minimum(self, other)
 
 
 def case_67(self):
-    """relu (ops.yaml:140 sample 2)"""
-    return torch.ops.aten.relu(self)
+    """clamp_min (ops.yaml:143 sample 0)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_68(self):
-    """relu (ops.yaml:140 sample 3)"""
-    return torch.ops.aten.relu(self)
+    """clamp_min (ops.yaml:143 sample 1)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_69(self):
-    """sigmoid (ops.yaml:148 sample 0)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_min (ops.yaml:143 sample 2)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_70(self):
-    """sigmoid (ops.yaml:148 sample 1)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_min (ops.yaml:143 sample 3)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_71(self):
-    """sigmoid (ops.yaml:148 sample 2)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_max (ops.yaml:151 sample 0)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_72(self):
-    """sigmoid (ops.yaml:148 sample 3)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_max (ops.yaml:151 sample 1)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_73(self):
-    """tanh (ops.yaml:156 sample 0)"""
-    return torch.ops.aten.tanh(self)
+    """clamp_max (ops.yaml:151 sample 2)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_74(self):
-    """tanh (ops.yaml:156 sample 1)"""
-    return torch.ops.aten.tanh(self)
+    """clamp_max (ops.yaml:151 sample 3)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_75(self):
-    """tanh (ops.yaml:156 sample 2)"""
-    return torch.ops.aten.tanh(self)
+def case_75(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 0)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_76(self):
-    """tanh (ops.yaml:156 sample 3)"""
-    return torch.ops.aten.tanh(self)
+def case_76(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 1)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_77(self):
-    """softplus (ops.yaml:164 sample 0)"""
-    return torch.ops.aten.softplus(self)
+def case_77(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 2)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_78(self):
-    """softplus (ops.yaml:164 sample 1)"""
-    return torch.ops.aten.softplus(self)
+def case_78(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 3)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_79(self):
-    """softplus (ops.yaml:164 sample 2)"""
-    return torch.ops.aten.softplus(self)
+def case_79(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 4)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_80(self):
-    """softplus (ops.yaml:164 sample 3)"""
-    return torch.ops.aten.softplus(self)
+def case_80(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 0)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_81(self):
-    """clone (ops.yaml:172 sample 0)"""
-    return torch.ops.aten.clone(self)
+def case_81(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 1)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_82(self):
-    """clone (ops.yaml:172 sample 1)"""
-    return torch.ops.aten.clone(self)
+def case_82(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 2)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_83(self):
-    """clone (ops.yaml:172 sample 2)"""
-    return torch.ops.aten.clone(self)
+def case_83(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 3)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_84(self):
-    """clone (ops.yaml:172 sample 3)"""
-    return torch.ops.aten.clone(self)
+def case_84(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 4)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_85(self, other):
-    """eq.Tensor (ops.yaml:189 sample 0)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 0)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_86(self, other):
-    """eq.Tensor (ops.yaml:189 sample 1)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 1)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_87(self, other):
-    """eq.Tensor (ops.yaml:189 sample 2)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 2)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_88(self, other):
-    """eq.Tensor (ops.yaml:189 sample 3)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 3)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_89(self, other):
-    """eq.Tensor (ops.yaml:189 sample 4)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 4)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_90(self):
-    """eq.Scalar (ops.yaml:199 sample 0)"""
+    """remainder.Scalar (ops.yaml:187 sample 0)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_91(self):
-    """eq.Scalar (ops.yaml:199 sample 1)"""
+    """remainder.Scalar (ops.yaml:187 sample 1)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_92(self):
-    """eq.Scalar (ops.yaml:199 sample 2)"""
+    """remainder.Scalar (ops.yaml:187 sample 2)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_93(self):
-    """eq.Scalar (ops.yaml:199 sample 3)"""
+    """remainder.Scalar (ops.yaml:187 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_94(self, other):
+    """floor_divide (ops.yaml:195 sample 0)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_95(self, other):
+    """floor_divide (ops.yaml:195 sample 1)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_96(self, other):
+    """floor_divide (ops.yaml:195 sample 2)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_97(self, other):
+    """floor_divide (ops.yaml:195 sample 3)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_98(self, other):
+    """floor_divide (ops.yaml:195 sample 4)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_99(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 0)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_100(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 1)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_101(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 2)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_102(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 3)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_103(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 4)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_104(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 0)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_105(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 1)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_106(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 2)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_107(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 3)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_108(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 0)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_109(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 1)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_110(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_111(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_112(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 0)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_113(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 1)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_114(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_115(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_116(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 0)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_117(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 1)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_118(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 2)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_119(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 3)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_120(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 4)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_121(self):
+    """exp (ops.yaml:269 sample 0)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_122(self):
+    """exp (ops.yaml:269 sample 1)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_123(self):
+    """exp (ops.yaml:269 sample 2)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_124(self):
+    """exp (ops.yaml:269 sample 3)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_125(self):
+    """log (ops.yaml:277 sample 0)"""
+    return torch.ops.aten.log(self)
+
+
+def case_126(self):
+    """log (ops.yaml:277 sample 1)"""
+    return torch.ops.aten.log(self)
+
+
+def case_127(self):
+    """log (ops.yaml:277 sample 2)"""
+    return torch.ops.aten.log(self)
+
+
+def case_128(self):
+    """log (ops.yaml:277 sample 3)"""
+    return torch.ops.aten.log(self)
+
+
+def case_129(self):
+    """sqrt (ops.yaml:286 sample 0)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_130(self):
+    """sqrt (ops.yaml:286 sample 1)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_131(self):
+    """sqrt (ops.yaml:286 sample 2)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_132(self):
+    """sqrt (ops.yaml:286 sample 3)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_133(self):
+    """relu (ops.yaml:295 sample 0)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_134(self):
+    """relu (ops.yaml:295 sample 1)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_135(self):
+    """relu (ops.yaml:295 sample 2)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_136(self):
+    """relu (ops.yaml:295 sample 3)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_137(self):
+    """sigmoid (ops.yaml:303 sample 0)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_138(self):
+    """sigmoid (ops.yaml:303 sample 1)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_139(self):
+    """sigmoid (ops.yaml:303 sample 2)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_140(self):
+    """sigmoid (ops.yaml:303 sample 3)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_141(self):
+    """tanh (ops.yaml:311 sample 0)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_142(self):
+    """tanh (ops.yaml:311 sample 1)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_143(self):
+    """tanh (ops.yaml:311 sample 2)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_144(self):
+    """tanh (ops.yaml:311 sample 3)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_145(self):
+    """softplus (ops.yaml:319 sample 0)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_146(self):
+    """softplus (ops.yaml:319 sample 1)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_147(self):
+    """softplus (ops.yaml:319 sample 2)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_148(self):
+    """softplus (ops.yaml:319 sample 3)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_149(self):
+    """clone (ops.yaml:327 sample 0)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_150(self):
+    """clone (ops.yaml:327 sample 1)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_151(self):
+    """clone (ops.yaml:327 sample 2)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_152(self):
+    """clone (ops.yaml:327 sample 3)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_153(self):
+    """abs (ops.yaml:342 sample 0)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_154(self):
+    """abs (ops.yaml:342 sample 1)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_155(self):
+    """abs (ops.yaml:342 sample 2)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_156(self):
+    """abs (ops.yaml:342 sample 3)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_157(self):
+    """sign (ops.yaml:350 sample 0)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_158(self):
+    """sign (ops.yaml:350 sample 1)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_159(self):
+    """sign (ops.yaml:350 sample 2)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_160(self):
+    """sign (ops.yaml:350 sample 3)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_161(self):
+    """square (ops.yaml:357 sample 0)"""
+    return torch.ops.aten.square(self)
+
+
+def case_162(self):
+    """square (ops.yaml:357 sample 1)"""
+    return torch.ops.aten.square(self)
+
+
+def case_163(self):
+    """square (ops.yaml:357 sample 2)"""
+    return torch.ops.aten.square(self)
+
+
+def case_164(self):
+    """square (ops.yaml:357 sample 3)"""
+    return torch.ops.aten.square(self)
+
+
+def case_165(self):
+    """reciprocal (ops.yaml:364 sample 0)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_166(self):
+    """reciprocal (ops.yaml:364 sample 1)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_167(self):
+    """reciprocal (ops.yaml:364 sample 2)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_168(self):
+    """reciprocal (ops.yaml:364 sample 3)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_169(self):
+    """rsqrt (ops.yaml:373 sample 0)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_170(self):
+    """rsqrt (ops.yaml:373 sample 1)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_171(self):
+    """rsqrt (ops.yaml:373 sample 2)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_172(self):
+    """rsqrt (ops.yaml:373 sample 3)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_173(self):
+    """expm1 (ops.yaml:382 sample 0)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_174(self):
+    """expm1 (ops.yaml:382 sample 1)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_175(self):
+    """expm1 (ops.yaml:382 sample 2)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_176(self):
+    """expm1 (ops.yaml:382 sample 3)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_177(self):
+    """log1p (ops.yaml:390 sample 0)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_178(self):
+    """log1p (ops.yaml:390 sample 1)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_179(self):
+    """log1p (ops.yaml:390 sample 2)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_180(self):
+    """log1p (ops.yaml:390 sample 3)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_181(self):
+    """log2 (ops.yaml:399 sample 0)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_182(self):
+    """log2 (ops.yaml:399 sample 1)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_183(self):
+    """log2 (ops.yaml:399 sample 2)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_184(self):
+    """log2 (ops.yaml:399 sample 3)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_185(self):
+    """sin (ops.yaml:408 sample 0)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_186(self):
+    """sin (ops.yaml:408 sample 1)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_187(self):
+    """sin (ops.yaml:408 sample 2)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_188(self):
+    """sin (ops.yaml:408 sample 3)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_189(self):
+    """cos (ops.yaml:416 sample 0)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_190(self):
+    """cos (ops.yaml:416 sample 1)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_191(self):
+    """cos (ops.yaml:416 sample 2)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_192(self):
+    """cos (ops.yaml:416 sample 3)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_193(self):
+    """erf (ops.yaml:424 sample 0)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_194(self):
+    """erf (ops.yaml:424 sample 1)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_195(self):
+    """erf (ops.yaml:424 sample 2)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_196(self):
+    """erf (ops.yaml:424 sample 3)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_197(self):
+    """floor (ops.yaml:432 sample 0)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_198(self):
+    """floor (ops.yaml:432 sample 1)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_199(self):
+    """floor (ops.yaml:432 sample 2)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_200(self):
+    """floor (ops.yaml:432 sample 3)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_201(self):
+    """ceil (ops.yaml:439 sample 0)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_202(self):
+    """ceil (ops.yaml:439 sample 1)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_203(self):
+    """ceil (ops.yaml:439 sample 2)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_204(self):
+    """ceil (ops.yaml:439 sample 3)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_205(self):
+    """round (ops.yaml:446 sample 0)"""
+    return torch.ops.aten.round(self)
+
+
+def case_206(self):
+    """round (ops.yaml:446 sample 1)"""
+    return torch.ops.aten.round(self)
+
+
+def case_207(self):
+    """round (ops.yaml:446 sample 2)"""
+    return torch.ops.aten.round(self)
+
+
+def case_208(self):
+    """round (ops.yaml:446 sample 3)"""
+    return torch.ops.aten.round(self)
+
+
+def case_209(self):
+    """trunc (ops.yaml:453 sample 0)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_210(self):
+    """trunc (ops.yaml:453 sample 1)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_211(self):
+    """trunc (ops.yaml:453 sample 2)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_212(self):
+    """trunc (ops.yaml:453 sample 3)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_213(self):
+    """leaky_relu (ops.yaml:460 sample 0)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_214(self):
+    """leaky_relu (ops.yaml:460 sample 1)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_215(self):
+    """leaky_relu (ops.yaml:460 sample 2)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_216(self):
+    """leaky_relu (ops.yaml:460 sample 3)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_217(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 0)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_218(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 1)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_219(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 2)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_220(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 3)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_221(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 4)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_222(self):
+    """elu (ops.yaml:479 sample 0)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_223(self):
+    """elu (ops.yaml:479 sample 1)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_224(self):
+    """elu (ops.yaml:479 sample 2)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_225(self):
+    """elu (ops.yaml:479 sample 3)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_226(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 0)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_227(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 1)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_228(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 2)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_229(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 3)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_230(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 4)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_231(self):
+    """silu (ops.yaml:498 sample 0)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_232(self):
+    """silu (ops.yaml:498 sample 1)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_233(self):
+    """silu (ops.yaml:498 sample 2)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_234(self):
+    """silu (ops.yaml:498 sample 3)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_235(self):
+    """isnan (ops.yaml:505 sample 0)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_236(self):
+    """isnan (ops.yaml:505 sample 1)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_237(self):
+    """isnan (ops.yaml:505 sample 2)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_238(self):
+    """isnan (ops.yaml:505 sample 3)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_239(self):
+    """isfinite (ops.yaml:514 sample 0)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_240(self):
+    """isfinite (ops.yaml:514 sample 1)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_241(self):
+    """isfinite (ops.yaml:514 sample 2)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_242(self):
+    """isfinite (ops.yaml:514 sample 3)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_243(self, other):
+    """eq.Tensor (ops.yaml:525 sample 0)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_244(self, other):
+    """eq.Tensor (ops.yaml:525 sample 1)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_245(self, other):
+    """eq.Tensor (ops.yaml:525 sample 2)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_246(self, other):
+    """eq.Tensor (ops.yaml:525 sample 3)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_247(self, other):
+    """eq.Tensor (ops.yaml:525 sample 4)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_248(self):
+    """eq.Scalar (ops.yaml:535 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_94(self, other):
-    """lt.Tensor (ops.yaml:208 sample 0)"""
+def case_249(self):
+    """eq.Scalar (ops.yaml:535 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_250(self):
+    """eq.Scalar (ops.yaml:535 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_251(self):
+    """eq.Scalar (ops.yaml:535 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_252(self, other):
+    """lt.Tensor (ops.yaml:544 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_95(self, other):
-    """lt.Tensor (ops.yaml:208 sample 1)"""
+def case_253(self, other):
+    """lt.Tensor (ops.yaml:544 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_96(self, other):
-    """lt.Tensor (ops.yaml:208 sample 2)"""
+def case_254(self, other):
+    """lt.Tensor (ops.yaml:544 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_97(self, other):
-    """lt.Tensor (ops.yaml:208 sample 3)"""
+def case_255(self, other):
+    """lt.Tensor (ops.yaml:544 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_98(self, other):
-    """lt.Tensor (ops.yaml:208 sample 4)"""
+def case_256(self, other):
+    """lt.Tensor (ops.yaml:544 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_99(self):
-    """lt.Scalar (ops.yaml:218 sample 0)"""
+def case_257(self):
+    """lt.Scalar (ops.yaml:554 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_100(self):
-    """lt.Scalar (ops.yaml:218 sample 1)"""
+def case_258(self):
+    """lt.Scalar (ops.yaml:554 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_101(self):
-    """lt.Scalar (ops.yaml:218 sample 2)"""
+def case_259(self):
+    """lt.Scalar (ops.yaml:554 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_102(self):
-    """lt.Scalar (ops.yaml:218 sample 3)"""
+def case_260(self):
+    """lt.Scalar (ops.yaml:554 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_103(self, other):
-    """gt.Tensor (ops.yaml:227 sample 0)"""
+def case_261(self, other):
+    """gt.Tensor (ops.yaml:563 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_104(self, other):
-    """gt.Tensor (ops.yaml:227 sample 1)"""
+def case_262(self, other):
+    """gt.Tensor (ops.yaml:563 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_105(self, other):
-    """gt.Tensor (ops.yaml:227 sample 2)"""
+def case_263(self, other):
+    """gt.Tensor (ops.yaml:563 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_106(self, other):
-    """gt.Tensor (ops.yaml:227 sample 3)"""
+def case_264(self, other):
+    """gt.Tensor (ops.yaml:563 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_107(self, other):
-    """gt.Tensor (ops.yaml:227 sample 4)"""
+def case_265(self, other):
+    """gt.Tensor (ops.yaml:563 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_108(self):
-    """gt.Scalar (ops.yaml:237 sample 0)"""
+def case_266(self):
+    """gt.Scalar (ops.yaml:573 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_109(self):
-    """gt.Scalar (ops.yaml:237 sample 1)"""
+def case_267(self):
+    """gt.Scalar (ops.yaml:573 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_110(self):
-    """gt.Scalar (ops.yaml:237 sample 2)"""
+def case_268(self):
+    """gt.Scalar (ops.yaml:573 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_111(self):
-    """gt.Scalar (ops.yaml:237 sample 3)"""
+def case_269(self):
+    """gt.Scalar (ops.yaml:573 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_112(condition, self, other):
-    """where (ops.yaml:254 sample 0)"""
+def case_270(condition, self, other):
+    """where (ops.yaml:590 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_113(condition, self, other):
-    """where (ops.yaml:254 sample 1)"""
+def case_271(condition, self, other):
+    """where (ops.yaml:590 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_114(condition, self, other):
-    """where (ops.yaml:254 sample 2)"""
+def case_272(condition, self, other):
+    """where (ops.yaml:590 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_115(self):
-    """sum (ops.yaml:269 sample 0)"""
+def case_273(self, other):
+    """ne.Tensor (ops.yaml:595 sample 0)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_274(self, other):
+    """ne.Tensor (ops.yaml:595 sample 1)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_275(self, other):
+    """ne.Tensor (ops.yaml:595 sample 2)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_276(self, other):
+    """ne.Tensor (ops.yaml:595 sample 3)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_277(self, other):
+    """ne.Tensor (ops.yaml:595 sample 4)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_278(self):
+    """ne.Scalar (ops.yaml:605 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_279(self):
+    """ne.Scalar (ops.yaml:605 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_280(self):
+    """ne.Scalar (ops.yaml:605 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_281(self):
+    """ne.Scalar (ops.yaml:605 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_282(self, other):
+    """le.Tensor (ops.yaml:614 sample 0)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_283(self, other):
+    """le.Tensor (ops.yaml:614 sample 1)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_284(self, other):
+    """le.Tensor (ops.yaml:614 sample 2)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_285(self, other):
+    """le.Tensor (ops.yaml:614 sample 3)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_286(self, other):
+    """le.Tensor (ops.yaml:614 sample 4)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_287(self):
+    """le.Scalar (ops.yaml:624 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_288(self):
+    """le.Scalar (ops.yaml:624 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_289(self):
+    """le.Scalar (ops.yaml:624 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_290(self):
+    """le.Scalar (ops.yaml:624 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_291(self, other):
+    """ge.Tensor (ops.yaml:633 sample 0)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_292(self, other):
+    """ge.Tensor (ops.yaml:633 sample 1)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_293(self, other):
+    """ge.Tensor (ops.yaml:633 sample 2)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_294(self, other):
+    """ge.Tensor (ops.yaml:633 sample 3)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_295(self, other):
+    """ge.Tensor (ops.yaml:633 sample 4)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_296(self):
+    """ge.Scalar (ops.yaml:643 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_297(self):
+    """ge.Scalar (ops.yaml:643 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_298(self):
+    """ge.Scalar (ops.yaml:643 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_299(self):
+    """ge.Scalar (ops.yaml:643 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_300(self, other):
+    """logical_and (ops.yaml:652 sample 0)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_301(self, other):
+    """logical_and (ops.yaml:652 sample 1)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_302(self, other):
+    """logical_and (ops.yaml:652 sample 2)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_303(self, other):
+    """logical_and (ops.yaml:652 sample 3)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_304(self, other):
+    """logical_and (ops.yaml:652 sample 4)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_305(self, other):
+    """logical_or (ops.yaml:662 sample 0)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_306(self, other):
+    """logical_or (ops.yaml:662 sample 1)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_307(self, other):
+    """logical_or (ops.yaml:662 sample 2)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_308(self, other):
+    """logical_or (ops.yaml:662 sample 3)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_309(self, other):
+    """logical_or (ops.yaml:662 sample 4)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_310(self, other):
+    """logical_xor (ops.yaml:672 sample 0)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_311(self, other):
+    """logical_xor (ops.yaml:672 sample 1)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_312(self, other):
+    """logical_xor (ops.yaml:672 sample 2)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_313(self, other):
+    """logical_xor (ops.yaml:672 sample 3)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_314(self, other):
+    """logical_xor (ops.yaml:672 sample 4)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_315(self):
+    """logical_not (ops.yaml:682 sample 0)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_316(self):
+    """logical_not (ops.yaml:682 sample 1)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_317(self):
+    """logical_not (ops.yaml:682 sample 2)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_318(self):
+    """logical_not (ops.yaml:682 sample 3)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_319(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 0)"""
+    value = 1.5
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_320(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 1)"""
+    value = -2.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_321(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 2)"""
+    value = 0.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_322(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 3)"""
+    value = 1.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_323(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 0)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_324(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 1)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_325(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 2)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_326(self):
+    """sum (ops.yaml:730 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_116(self):
-    """sum (ops.yaml:269 sample 1)"""
+def case_327(self):
+    """sum (ops.yaml:730 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_117(self):
-    """sum (ops.yaml:269 sample 2)"""
+def case_328(self):
+    """sum (ops.yaml:730 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_118(self):
-    """sum (ops.yaml:269 sample 3)"""
+def case_329(self):
+    """sum (ops.yaml:730 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_119(self):
-    """sum.dim (ops.yaml:284 sample 0)"""
+def case_330(self):
+    """sum.dim (ops.yaml:745 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_120(self):
-    """sum.dim (ops.yaml:284 sample 1)"""
+def case_331(self):
+    """sum.dim (ops.yaml:745 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_121(self):
-    """sum.dim (ops.yaml:284 sample 2)"""
+def case_332(self):
+    """sum.dim (ops.yaml:745 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_122(self):
-    """sum.dim (ops.yaml:284 sample 3)"""
+def case_333(self):
+    """sum.dim (ops.yaml:745 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_123(self):
-    """mean (ops.yaml:298 sample 0)"""
+def case_334(self):
+    """mean (ops.yaml:759 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_124(self):
-    """mean (ops.yaml:298 sample 1)"""
+def case_335(self):
+    """mean (ops.yaml:759 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_125(self):
-    """mean (ops.yaml:298 sample 2)"""
+def case_336(self):
+    """mean (ops.yaml:759 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_126(self):
-    """mean.dim (ops.yaml:312 sample 0)"""
+def case_337(self):
+    """mean.dim (ops.yaml:773 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_127(self):
-    """mean.dim (ops.yaml:312 sample 1)"""
+def case_338(self):
+    """mean.dim (ops.yaml:773 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_128(self):
-    """amax (ops.yaml:324 sample 0)"""
+def case_339(self):
+    """amax (ops.yaml:785 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_129(self):
-    """amax (ops.yaml:324 sample 1)"""
+def case_340(self):
+    """amax (ops.yaml:785 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_130(self):
-    """amax (ops.yaml:324 sample 2)"""
+def case_341(self):
+    """amax (ops.yaml:785 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_131(self, mat2):
-    """mm (ops.yaml:346 sample 0)"""
+def case_342(self, mat2):
+    """mm (ops.yaml:807 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_132(self, mat2):
-    """mm (ops.yaml:346 sample 1)"""
+def case_343(self, mat2):
+    """mm (ops.yaml:807 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_133(self, mat2):
-    """mm (ops.yaml:346 sample 2)"""
+def case_344(self, mat2):
+    """mm (ops.yaml:807 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_134(self, mat2):
-    """mm (ops.yaml:346 sample 3)"""
+def case_345(self, mat2):
+    """mm (ops.yaml:807 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_135(self, other):
-    """matmul (ops.yaml:364 sample 0)"""
+def case_346(self, other):
+    """matmul (ops.yaml:825 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_136(self, other):
-    """matmul (ops.yaml:364 sample 1)"""
+def case_347(self, other):
+    """matmul (ops.yaml:825 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_137(self, other):
-    """matmul (ops.yaml:364 sample 2)"""
+def case_348(self, other):
+    """matmul (ops.yaml:825 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_138(self, other):
-    """matmul (ops.yaml:364 sample 3)"""
+def case_349(self, other):
+    """matmul (ops.yaml:825 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_139(self, other):
-    """matmul (ops.yaml:364 sample 4)"""
+def case_350(self, other):
+    """matmul (ops.yaml:825 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_140(self, other):
-    """matmul (ops.yaml:364 sample 5)"""
+def case_351(self, other):
+    """matmul (ops.yaml:825 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_141(self, other):
-    """matmul (ops.yaml:364 sample 6)"""
+def case_352(self, other):
+    """matmul (ops.yaml:825 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_142(self, other):
-    """matmul (ops.yaml:364 sample 7)"""
+def case_353(self, other):
+    """matmul (ops.yaml:825 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_143(self, other):
-    """matmul (ops.yaml:364 sample 8)"""
+def case_354(self, other):
+    """matmul (ops.yaml:825 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_144(self, other):
-    """matmul (ops.yaml:364 sample 9)"""
+def case_355(self, other):
+    """matmul (ops.yaml:825 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_145(self, other):
-    """matmul (ops.yaml:364 sample 10)"""
+def case_356(self, other):
+    """matmul (ops.yaml:825 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_146(self, mat2):
-    """bmm (ops.yaml:394 sample 0)"""
+def case_357(self, mat2):
+    """bmm (ops.yaml:855 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_147(self, mat2):
-    """bmm (ops.yaml:394 sample 1)"""
+def case_358(self, mat2):
+    """bmm (ops.yaml:855 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_148(self, mat2):
-    """bmm (ops.yaml:394 sample 2)"""
+def case_359(self, mat2):
+    """bmm (ops.yaml:855 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_149(self, mat2):
-    """bmm (ops.yaml:394 sample 3)"""
+def case_360(self, mat2):
+    """bmm (ops.yaml:855 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_150(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 0)"""
+def case_361(self, mat1, mat2):
+    """addmm (ops.yaml:882 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_151(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 1)"""
+def case_362(self, mat1, mat2):
+    """addmm (ops.yaml:882 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_152(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 2)"""
+def case_363(self, mat1, mat2):
+    """addmm (ops.yaml:882 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_153(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 3)"""
+def case_364(self, mat1, mat2):
+    """addmm (ops.yaml:882 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_154(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 4)"""
+def case_365(self, mat1, mat2):
+    """addmm (ops.yaml:882 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_155(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 0)"""
+def case_366(self, batch1, batch2):
+    """baddbmm (ops.yaml:914 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_156(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 1)"""
+def case_367(self, batch1, batch2):
+    """baddbmm (ops.yaml:914 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_157(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 2)"""
+def case_368(self, batch1, batch2):
+    """baddbmm (ops.yaml:914 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_158(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 3)"""
+def case_369(self, batch1, batch2):
+    """baddbmm (ops.yaml:914 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_159(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 4)"""
+def case_370(self, batch1, batch2):
+    """baddbmm (ops.yaml:914 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_160(self, tensor):
-    """dot (ops.yaml:474 sample 0)"""
+def case_371(self, tensor):
+    """dot (ops.yaml:935 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_161(self, tensor):
-    """dot (ops.yaml:474 sample 1)"""
+def case_372(self, tensor):
+    """dot (ops.yaml:935 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_162(self, tensor):
-    """dot (ops.yaml:474 sample 2)"""
+def case_373(self, tensor):
+    """dot (ops.yaml:935 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_163(self, vec2):
-    """outer (ops.yaml:491 sample 0)"""
+def case_374(self, vec2):
+    """outer (ops.yaml:952 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_164(self, vec2):
-    """outer (ops.yaml:491 sample 1)"""
+def case_375(self, vec2):
+    """outer (ops.yaml:952 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_165(self, vec2):
-    """outer (ops.yaml:491 sample 2)"""
+def case_376(self, vec2):
+    """outer (ops.yaml:952 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_166(self):
-    """t (ops.yaml:531 sample 0)"""
+def case_377(self):
+    """t (ops.yaml:992 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_167(self):
-    """t (ops.yaml:531 sample 1)"""
+def case_378(self):
+    """t (ops.yaml:992 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_168(self):
-    """transpose (ops.yaml:542 sample 0)"""
+def case_379(self):
+    """transpose (ops.yaml:1003 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_169(self):
-    """transpose (ops.yaml:542 sample 1)"""
+def case_380(self):
+    """transpose (ops.yaml:1003 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_170(self):
-    """permute (ops.yaml:556 sample 0)"""
+def case_381(self):
+    """permute (ops.yaml:1017 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_171(self):
-    """view (ops.yaml:565 sample 0)"""
+def case_382(self):
+    """view (ops.yaml:1026 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_172(self):
-    """view (ops.yaml:565 sample 1)"""
+def case_383(self):
+    """view (ops.yaml:1026 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_173(self):
-    """reshape (ops.yaml:575 sample 0)"""
+def case_384(self):
+    """reshape (ops.yaml:1036 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_174(self):
-    """reshape (ops.yaml:575 sample 1)"""
+def case_385(self):
+    """reshape (ops.yaml:1036 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_175(self):
-    """expand (ops.yaml:585 sample 0)"""
+def case_386(self):
+    """expand (ops.yaml:1046 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_176(self):
-    """expand (ops.yaml:585 sample 1)"""
+def case_387(self):
+    """expand (ops.yaml:1046 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_177(self):
-    """squeeze (ops.yaml:595 sample 0)"""
+def case_388(self):
+    """squeeze (ops.yaml:1056 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_178(self):
-    """squeeze.dim (ops.yaml:605 sample 0)"""
+def case_389(self):
+    """squeeze.dim (ops.yaml:1066 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_179(self):
-    """squeeze.dim (ops.yaml:605 sample 1)"""
+def case_390(self):
+    """squeeze.dim (ops.yaml:1066 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_180(self):
-    """unsqueeze (ops.yaml:616 sample 0)"""
+def case_391(self):
+    """unsqueeze (ops.yaml:1077 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_181(self):
-    """unsqueeze (ops.yaml:616 sample 1)"""
+def case_392(self):
+    """unsqueeze (ops.yaml:1077 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_182(self):
-    """slice (ops.yaml:630 sample 0)"""
+def case_393(self):
+    """slice (ops.yaml:1091 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1046,8 +2197,8 @@ def case_182(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_183(self):
-    """slice (ops.yaml:630 sample 1)"""
+def case_394(self):
+    """slice (ops.yaml:1091 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1055,43 +2206,43 @@ def case_183(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_184(self):
-    """select (ops.yaml:641 sample 0)"""
+def case_395(self):
+    """select (ops.yaml:1102 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_185(self):
-    """select (ops.yaml:641 sample 1)"""
+def case_396(self):
+    """select (ops.yaml:1102 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_186(self):
-    """contiguous (ops.yaml:651 sample 0)"""
+def case_397(self):
+    """contiguous (ops.yaml:1112 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_187():
-    """zeros (ops.yaml:671 sample 0)"""
+def case_398():
+    """zeros (ops.yaml:1132 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_188():
-    """ones (ops.yaml:679 sample 0)"""
+def case_399():
+    """ones (ops.yaml:1140 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_189():
-    """full (ops.yaml:687 sample 0)"""
+def case_400():
+    """full (ops.yaml:1148 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1099,8 +2250,8 @@ def case_189():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_190():
-    """arange (ops.yaml:702 sample 0)"""
+def case_401():
+    """arange (ops.yaml:1163 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1109,30 +2260,30 @@ def case_190():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_191():
-    """rand (ops.yaml:710 sample 0)"""
+def case_402():
+    """rand (ops.yaml:1171 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_192():
-    """randn (ops.yaml:721 sample 0)"""
+def case_403():
+    """randn (ops.yaml:1182 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_193(self):
-    """sum_to (ops.yaml:740 sample 0)"""
+def case_404(self):
+    """sum_to (ops.yaml:1201 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_194(self):
-    """sum_to (ops.yaml:740 sample 1)"""
+def case_405(self):
+    """sum_to (ops.yaml:1201 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1297,430 +2448,1063 @@ CASES = [
     dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 4", fn=case_52, tensors=["self", "exponent"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 0", fn=case_53, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 0", fn=case_53, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 1", fn=case_54, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 1", fn=case_54, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 2", fn=case_55, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 2", fn=case_55, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 3", fn=case_56, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 3", fn=case_56, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 0", fn=case_57, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 0", fn=case_57, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 1", fn=case_58, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 1", fn=case_58, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 2", fn=case_59, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 2", fn=case_59, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 3", fn=case_60, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 3", fn=case_60, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 0", fn=case_61, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 4", fn=case_61, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 1", fn=case_62, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 0", fn=case_62, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 2", fn=case_63, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 1", fn=case_63, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 3", fn=case_64, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 2", fn=case_64, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 0", fn=case_65, tensors=["self"],
+    dict(op="minimum", where="ops.yaml:134 sample 3", fn=case_65, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:134 sample 4", fn=case_66, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min", where="ops.yaml:143 sample 0", fn=case_67, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 1", fn=case_66, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 1", fn=case_68, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 2", fn=case_67, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 2", fn=case_69, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 3", fn=case_68, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 3", fn=case_70, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 0", fn=case_69, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:151 sample 0", fn=case_71, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 1", fn=case_72, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 2", fn=case_73, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 3", fn=case_74, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 0", fn=case_75, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 1", fn=case_76, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 2", fn=case_77, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 3", fn=case_78, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 4", fn=case_79, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 0", fn=case_80, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 1", fn=case_81, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 2", fn=case_82, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 3", fn=case_83, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 4", fn=case_84, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 0", fn=case_85, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 1", fn=case_86, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 2", fn=case_87, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 3", fn=case_88, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 4", fn=case_89, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 0", fn=case_90, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 1", fn=case_91, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 2", fn=case_92, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 3", fn=case_93, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 0", fn=case_94, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 1", fn=case_95, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 2", fn=case_96, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 3", fn=case_97, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 4", fn=case_98, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 0", fn=case_99, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 1", fn=case_100, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 2", fn=case_101, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 3", fn=case_102, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 4", fn=case_103, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 0", fn=case_104, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 1", fn=case_105, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 2", fn=case_106, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 3", fn=case_107, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 0", fn=case_108, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 1", fn=case_109, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 2", fn=case_110, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 3", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 0", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 1", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 2", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 3", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 0", fn=case_116, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 1", fn=case_117, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 2", fn=case_118, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 3", fn=case_119, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 4", fn=case_120, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="exp", where="ops.yaml:269 sample 0", fn=case_121, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 1", fn=case_70, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 1", fn=case_122, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 2", fn=case_71, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 2", fn=case_123, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 3", fn=case_72, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 3", fn=case_124, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 0", fn=case_73, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 0", fn=case_125, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 1", fn=case_74, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 1", fn=case_126, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 2", fn=case_75, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 2", fn=case_127, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 3", fn=case_76, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 3", fn=case_128, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 0", fn=case_77, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 0", fn=case_129, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 1", fn=case_78, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 1", fn=case_130, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 2", fn=case_79, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 2", fn=case_131, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 3", fn=case_80, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 3", fn=case_132, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 0", fn=case_81, tensors=["self"],
+    dict(op="relu", where="ops.yaml:295 sample 0", fn=case_133, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 1", fn=case_134, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 2", fn=case_135, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 3", fn=case_136, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:303 sample 0", fn=case_137, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 1", fn=case_82, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 1", fn=case_138, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 2", fn=case_83, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 2", fn=case_139, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 3", fn=case_84, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 3", fn=case_140, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 0", fn=case_85, tensors=["self", "other"],
+    dict(op="tanh", where="ops.yaml:311 sample 0", fn=case_141, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 1", fn=case_142, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 2", fn=case_143, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 3", fn=case_144, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 0", fn=case_145, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 1", fn=case_146, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 2", fn=case_147, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 3", fn=case_148, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 0", fn=case_149, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 1", fn=case_150, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 2", fn=case_151, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 3", fn=case_152, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 0", fn=case_153, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 1", fn=case_154, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 2", fn=case_155, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 3", fn=case_156, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 0", fn=case_157, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 1", fn=case_158, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 2", fn=case_159, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 3", fn=case_160, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 0", fn=case_161, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 1", fn=case_162, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 2", fn=case_163, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 3", fn=case_164, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 0", fn=case_165, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 1", fn=case_166, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 2", fn=case_167, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 3", fn=case_168, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 0", fn=case_169, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 1", fn=case_170, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 2", fn=case_171, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 3", fn=case_172, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 0", fn=case_173, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 1", fn=case_174, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 2", fn=case_175, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 3", fn=case_176, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 0", fn=case_177, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 1", fn=case_178, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 2", fn=case_179, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 3", fn=case_180, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 0", fn=case_181, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 1", fn=case_182, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 2", fn=case_183, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 3", fn=case_184, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 0", fn=case_185, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 1", fn=case_186, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 2", fn=case_187, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 3", fn=case_188, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 0", fn=case_189, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 1", fn=case_190, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 2", fn=case_191, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 3", fn=case_192, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 0", fn=case_193, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 1", fn=case_194, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 2", fn=case_195, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 3", fn=case_196, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 0", fn=case_197, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 1", fn=case_198, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 2", fn=case_199, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 3", fn=case_200, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 0", fn=case_201, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 1", fn=case_202, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 2", fn=case_203, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 3", fn=case_204, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 0", fn=case_205, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 1", fn=case_206, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 2", fn=case_207, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 3", fn=case_208, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 0", fn=case_209, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 1", fn=case_210, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 2", fn=case_211, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 3", fn=case_212, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 0", fn=case_213, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 1", fn=case_214, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 2", fn=case_215, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 3", fn=case_216, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 0", fn=case_217, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 1", fn=case_218, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 2", fn=case_219, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 3", fn=case_220, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 4", fn=case_221, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 0", fn=case_222, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 1", fn=case_223, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 2", fn=case_224, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 3", fn=case_225, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 0", fn=case_226, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 1", fn=case_227, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 2", fn=case_228, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 3", fn=case_229, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 4", fn=case_230, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 0", fn=case_231, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 1", fn=case_232, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 2", fn=case_233, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 3", fn=case_234, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 0", fn=case_235, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 1", fn=case_236, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 2", fn=case_237, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 3", fn=case_238, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 0", fn=case_239, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 1", fn=case_240, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 2", fn=case_241, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 3", fn=case_242, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 0", fn=case_243, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 1", fn=case_86, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 1", fn=case_244, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 2", fn=case_87, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 2", fn=case_245, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 3", fn=case_88, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 3", fn=case_246, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 4", fn=case_89, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 4", fn=case_247, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 0", fn=case_90, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 0", fn=case_248, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 1", fn=case_91, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 1", fn=case_249, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 2", fn=case_92, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 2", fn=case_250, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 3", fn=case_93, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 3", fn=case_251, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 0", fn=case_94, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 0", fn=case_252, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 1", fn=case_95, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 1", fn=case_253, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 2", fn=case_96, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 2", fn=case_254, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 3", fn=case_97, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 3", fn=case_255, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 4", fn=case_98, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 4", fn=case_256, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 0", fn=case_99, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 0", fn=case_257, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 1", fn=case_100, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 1", fn=case_258, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 2", fn=case_101, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 2", fn=case_259, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 3", fn=case_102, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 3", fn=case_260, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 0", fn=case_103, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 0", fn=case_261, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 1", fn=case_104, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 1", fn=case_262, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 2", fn=case_105, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 2", fn=case_263, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 3", fn=case_106, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 3", fn=case_264, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 4", fn=case_107, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 4", fn=case_265, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 0", fn=case_108, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 0", fn=case_266, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 1", fn=case_109, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 1", fn=case_267, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 2", fn=case_110, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 2", fn=case_268, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 3", fn=case_111, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 3", fn=case_269, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 0", fn=case_112, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 0", fn=case_270, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 1", fn=case_113, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 1", fn=case_271, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 2", fn=case_114, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 2", fn=case_272, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 0", fn=case_115, tensors=["self"],
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 0", fn=case_273, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 1", fn=case_274, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 2", fn=case_275, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 3", fn=case_276, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 4", fn=case_277, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 0", fn=case_278, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 1", fn=case_116, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 1", fn=case_279, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 2", fn=case_117, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 2", fn=case_280, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 3", fn=case_118, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 3", fn=case_281, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 0", fn=case_119, tensors=["self"],
+    dict(op="le.Tensor", where="ops.yaml:614 sample 0", fn=case_282, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 1", fn=case_283, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 2", fn=case_284, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 3", fn=case_285, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 4", fn=case_286, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:624 sample 0", fn=case_287, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 1", fn=case_120, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 1", fn=case_288, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 2", fn=case_121, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 2", fn=case_289, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 3", fn=case_122, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 3", fn=case_290, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 0", fn=case_123, tensors=["self"],
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 0", fn=case_291, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 1", fn=case_292, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 2", fn=case_293, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 3", fn=case_294, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 4", fn=case_295, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 0", fn=case_296, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 1", fn=case_297, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 2", fn=case_298, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 3", fn=case_299, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 0", fn=case_300, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 1", fn=case_301, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 2", fn=case_302, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 3", fn=case_303, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 4", fn=case_304, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 0", fn=case_305, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 1", fn=case_306, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 2", fn=case_307, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 3", fn=case_308, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 4", fn=case_309, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 0", fn=case_310, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 1", fn=case_311, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 2", fn=case_312, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 3", fn=case_313, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 4", fn=case_314, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 0", fn=case_315, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 1", fn=case_316, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 2", fn=case_317, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 3", fn=case_318, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 0", fn=case_319, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 1", fn=case_320, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 2", fn=case_321, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 3", fn=case_322, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 0", fn=case_323, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 1", fn=case_324, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 2", fn=case_325, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 0", fn=case_326, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 1", fn=case_327, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 2", fn=case_328, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 3", fn=case_329, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 0", fn=case_330, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 1", fn=case_331, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 2", fn=case_332, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 3", fn=case_333, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mean", where="ops.yaml:759 sample 0", fn=case_334, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 1", fn=case_124, tensors=["self"],
+    dict(op="mean", where="ops.yaml:759 sample 1", fn=case_335, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 2", fn=case_125, tensors=["self"],
+    dict(op="mean", where="ops.yaml:759 sample 2", fn=case_336, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:312 sample 0", fn=case_126, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:773 sample 0", fn=case_337, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:312 sample 1", fn=case_127, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:773 sample 1", fn=case_338, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 0", fn=case_128, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 0", fn=case_339, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 1", fn=case_129, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 1", fn=case_340, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 2", fn=case_130, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 2", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:346 sample 0", fn=case_131, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:807 sample 0", fn=case_342, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:346 sample 1", fn=case_132, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:807 sample 1", fn=case_343, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:346 sample 2", fn=case_133, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:807 sample 2", fn=case_344, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:346 sample 3", fn=case_134, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:807 sample 3", fn=case_345, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 0", fn=case_135, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 0", fn=case_346, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 1", fn=case_136, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 1", fn=case_347, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 2", fn=case_137, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 2", fn=case_348, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 3", fn=case_138, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 3", fn=case_349, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 4", fn=case_139, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 4", fn=case_350, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 5", fn=case_140, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 5", fn=case_351, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 6", fn=case_141, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 6", fn=case_352, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 7", fn=case_142, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 7", fn=case_353, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 8", fn=case_143, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 8", fn=case_354, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 9", fn=case_144, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 9", fn=case_355, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 10", fn=case_145, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:825 sample 10", fn=case_356, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 0", fn=case_146, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:855 sample 0", fn=case_357, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 1", fn=case_147, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:855 sample 1", fn=case_358, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 2", fn=case_148, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:855 sample 2", fn=case_359, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 3", fn=case_149, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:855 sample 3", fn=case_360, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 0", fn=case_150, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:882 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 1", fn=case_151, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:882 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 2", fn=case_152, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:882 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 3", fn=case_153, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:882 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 4", fn=case_154, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:882 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 0", fn=case_155, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:914 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 1", fn=case_156, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:914 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 2", fn=case_157, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:914 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 3", fn=case_158, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:914 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 4", fn=case_159, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:914 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:474 sample 0", fn=case_160, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:935 sample 0", fn=case_371, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:474 sample 1", fn=case_161, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:935 sample 1", fn=case_372, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:474 sample 2", fn=case_162, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:935 sample 2", fn=case_373, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:491 sample 0", fn=case_163, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:952 sample 0", fn=case_374, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:491 sample 1", fn=case_164, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:952 sample 1", fn=case_375, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:952 sample 2", fn=case_376, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:531 sample 0", fn=case_166, tensors=["self"],
+    dict(op="t", where="ops.yaml:992 sample 0", fn=case_377, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:531 sample 1", fn=case_167, tensors=["self"],
+    dict(op="t", where="ops.yaml:992 sample 1", fn=case_378, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:542 sample 0", fn=case_168, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1003 sample 0", fn=case_379, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:542 sample 1", fn=case_169, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1003 sample 1", fn=case_380, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:556 sample 0", fn=case_170, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1017 sample 0", fn=case_381, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:565 sample 0", fn=case_171, tensors=["self"],
+    dict(op="view", where="ops.yaml:1026 sample 0", fn=case_382, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:565 sample 1", fn=case_172, tensors=["self"],
+    dict(op="view", where="ops.yaml:1026 sample 1", fn=case_383, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:575 sample 0", fn=case_173, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1036 sample 0", fn=case_384, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:575 sample 1", fn=case_174, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1036 sample 1", fn=case_385, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:585 sample 0", fn=case_175, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1046 sample 0", fn=case_386, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:585 sample 1", fn=case_176, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1046 sample 1", fn=case_387, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:595 sample 0", fn=case_177, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1056 sample 0", fn=case_388, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:605 sample 0", fn=case_178, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1066 sample 0", fn=case_389, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:605 sample 1", fn=case_179, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1066 sample 1", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:616 sample 0", fn=case_180, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1077 sample 0", fn=case_391, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:616 sample 1", fn=case_181, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1077 sample 1", fn=case_392, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:630 sample 0", fn=case_182, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1091 sample 0", fn=case_393, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:630 sample 1", fn=case_183, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1091 sample 1", fn=case_394, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:641 sample 0", fn=case_184, tensors=["self"],
+    dict(op="select", where="ops.yaml:1102 sample 0", fn=case_395, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:641 sample 1", fn=case_185, tensors=["self"],
+    dict(op="select", where="ops.yaml:1102 sample 1", fn=case_396, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:651 sample 0", fn=case_186, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1112 sample 0", fn=case_397, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:671 sample 0", fn=case_187, tensors=[],
+    dict(op="zeros", where="ops.yaml:1132 sample 0", fn=case_398, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:679 sample 0", fn=case_188, tensors=[],
+    dict(op="ones", where="ops.yaml:1140 sample 0", fn=case_399, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:687 sample 0", fn=case_189, tensors=[],
+    dict(op="full", where="ops.yaml:1148 sample 0", fn=case_400, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:702 sample 0", fn=case_190, tensors=[],
+    dict(op="arange", where="ops.yaml:1163 sample 0", fn=case_401, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:710 sample 0", fn=case_191, tensors=[],
+    dict(op="rand", where="ops.yaml:1171 sample 0", fn=case_402, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:721 sample 0", fn=case_192, tensors=[],
+    dict(op="randn", where="ops.yaml:1182 sample 0", fn=case_403, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:740 sample 0", fn=case_193, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1201 sample 0", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:740 sample 1", fn=case_194, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1201 sample 1", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -372,7 +372,364 @@ YT_API yt_status yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- exp (ops.yaml:114) */
+/* ---- pow.Scalar (ops.yaml:112) */
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar(yt_scalar self, yt_tensor *exponent);
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent);
+
+/* ---- maximum (ops.yaml:125) */
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_maximum(yt_tensor *self, yt_tensor *other);
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- minimum (ops.yaml:134) */
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_minimum(yt_tensor *self, yt_tensor *other);
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- clamp_min (ops.yaml:143) */
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min);
+
+/* ---- clamp_max (ops.yaml:151) */
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max);
+
+/* ---- clamp_min.Tensor (ops.yaml:159) */
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min);
+
+/* ---- clamp_max.Tensor (ops.yaml:168) */
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max);
+
+/* ---- remainder.Tensor (ops.yaml:177) */
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- remainder.Scalar (ops.yaml:187) */
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder_scalar(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- floor_divide (ops.yaml:195) */
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor_divide(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- lerp.Scalar (ops.yaml:205) */
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* ---- lerp.Tensor (ops.yaml:214) */
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end,
+                                    yt_tensor *weight);
+
+/* ---- addcmul (ops.yaml:228) */
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- addcdiv (ops.yaml:242) */
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- pow_scalar_backward (ops.yaml:257) */
+
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output *
+ * log(self).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output);
+
+/* ---- exp (ops.yaml:269) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -394,7 +751,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:122) */
+/* ---- log (ops.yaml:277) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -416,7 +773,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:131) */
+/* ---- sqrt (ops.yaml:286) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -438,7 +795,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:140) */
+/* ---- relu (ops.yaml:295) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -460,7 +817,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:148) */
+/* ---- sigmoid (ops.yaml:303) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -482,7 +839,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:156) */
+/* ---- tanh (ops.yaml:311) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -504,29 +861,53 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:164) */
+/* ---- softplus (ops.yaml:319) */
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softplus(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- clone (ops.yaml:172) */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
+                                    yt_scalar threshold);
+
+/* ---- clone (ops.yaml:327) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -541,7 +922,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:179) */
+/* ---- to.dtype (ops.yaml:334) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -549,7 +930,486 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- eq.Tensor (ops.yaml:189) */
+/* ---- abs (ops.yaml:342) */
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_abs(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sign (ops.yaml:350) */
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sign(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- square (ops.yaml:357) */
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_square(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- reciprocal (ops.yaml:364) */
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_reciprocal(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- rsqrt (ops.yaml:373) */
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rsqrt(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- expm1 (ops.yaml:382) */
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_expm1(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log1p (ops.yaml:390) */
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log1p(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log2 (ops.yaml:399) */
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log2(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sin (ops.yaml:408) */
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sin(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- cos (ops.yaml:416) */
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cos(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- erf (ops.yaml:424) */
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_erf(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- floor (ops.yaml:432) */
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- ceil (ops.yaml:439) */
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ceil(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- round (ops.yaml:446) */
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_round(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- trunc (ops.yaml:453) */
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_trunc(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- leaky_relu (ops.yaml:460) */
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
+
+/* ---- leaky_relu_backward (ops.yaml:468) */
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         yt_scalar negative_slope);
+
+/* ---- elu (ops.yaml:479) */
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                               yt_scalar input_scale);
+
+/* ---- elu_backward (ops.yaml:487) */
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * Gradient of elu with respect to its input `self`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                                  yt_scalar input_scale, yt_tensor *self);
+
+/* ---- silu (ops.yaml:498) */
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_silu(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- isnan (ops.yaml:505) */
+
+/* isnan(Tensor self) -> Tensor
+ * True where an element is NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isnan(yt_tensor *self);
+
+/* ---- isfinite (ops.yaml:514) */
+
+/* isfinite(Tensor self) -> Tensor
+ * True where an element is neither infinite nor NaN (always true for integers and bool).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isfinite(yt_tensor *self);
+
+/* ---- eq.Tensor (ops.yaml:525) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -564,7 +1424,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:199) */
+/* ---- eq.Scalar (ops.yaml:535) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -579,7 +1439,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:208) */
+/* ---- lt.Tensor (ops.yaml:544) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -594,7 +1454,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:218) */
+/* ---- lt.Scalar (ops.yaml:554) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -609,7 +1469,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:227) */
+/* ---- gt.Tensor (ops.yaml:563) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -624,7 +1484,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:237) */
+/* ---- gt.Scalar (ops.yaml:573) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -639,7 +1499,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:246) */
+/* ---- where (ops.yaml:582) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -655,7 +1515,187 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- sum (ops.yaml:261) */
+/* ---- ne.Tensor (ops.yaml:595) */
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ne.Scalar (ops.yaml:605) */
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- le.Tensor (ops.yaml:614) */
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- le.Scalar (ops.yaml:624) */
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- ge.Tensor (ops.yaml:633) */
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ge.Scalar (ops.yaml:643) */
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- logical_and (ops.yaml:652) */
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_or (ops.yaml:662) */
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_xor (ops.yaml:672) */
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_not (ops.yaml:682) */
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_not(yt_tensor *self);
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- masked_fill.Scalar (ops.yaml:691) */
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* ---- masked_fill.Tensor (ops.yaml:704) */
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* ---- sum (ops.yaml:722) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -670,7 +1710,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:275) */
+/* ---- sum.dim (ops.yaml:736) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -702,7 +1742,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:290) */
+/* ---- mean (ops.yaml:751) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -717,7 +1757,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:303) */
+/* ---- mean.dim (ops.yaml:764) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -749,7 +1789,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:316) */
+/* ---- amax (ops.yaml:777) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -784,7 +1824,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:331) */
+/* ---- mm (ops.yaml:792) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -801,7 +1841,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:352) */
+/* ---- matmul (ops.yaml:813) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -810,7 +1850,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:377) */
+/* ---- bmm (ops.yaml:838) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -827,7 +1867,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:400) */
+/* ---- addmm (ops.yaml:861) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -863,7 +1903,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:428) */
+/* ---- baddbmm (ops.yaml:889) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -900,7 +1940,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:460) */
+/* ---- dot (ops.yaml:921) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -908,7 +1948,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:479) */
+/* ---- outer (ops.yaml:940) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -916,7 +1956,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:522) */
+/* ---- t (ops.yaml:983) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -924,7 +1964,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:535) */
+/* ---- transpose (ops.yaml:996) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -932,7 +1972,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:546) */
+/* ---- permute (ops.yaml:1007) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -941,7 +1981,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:559) */
+/* ---- view (ops.yaml:1020) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -950,7 +1990,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:569) */
+/* ---- reshape (ops.yaml:1030) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -958,7 +1998,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:579) */
+/* ---- expand (ops.yaml:1040) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -966,7 +2006,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:589) */
+/* ---- squeeze (ops.yaml:1050) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -974,7 +2014,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:598) */
+/* ---- squeeze.dim (ops.yaml:1059) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -982,7 +2022,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:609) */
+/* ---- unsqueeze (ops.yaml:1070) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -990,7 +2030,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:620) */
+/* ---- slice (ops.yaml:1081) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -1008,7 +2048,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:634) */
+/* ---- select (ops.yaml:1095) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -1016,7 +2056,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:645) */
+/* ---- contiguous (ops.yaml:1106) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -1024,7 +2064,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:671) */
+/* ---- zeros (ops.yaml:1132) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1039,7 +2079,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:679) */
+/* ---- ones (ops.yaml:1140) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1054,7 +2094,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:687) */
+/* ---- full (ops.yaml:1148) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1070,7 +2110,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:695) */
+/* ---- zeros_like (ops.yaml:1156) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1078,7 +2118,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:702) */
+/* ---- arange (ops.yaml:1163) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1094,7 +2134,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:710) */
+/* ---- rand (ops.yaml:1171) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1109,7 +2149,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:721) */
+/* ---- randn (ops.yaml:1182) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1124,7 +2164,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:734) */
+/* ---- sum_to (ops.yaml:1195) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1132,7 +2172,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:745) */
+/* ---- sum_backward (ops.yaml:1206) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1141,7 +2181,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:752) */
+/* ---- mean_backward (ops.yaml:1213) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1150,7 +2190,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:759) */
+/* ---- amax_backward (ops.yaml:1220) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1159,7 +2199,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:766) */
+/* ---- permute_backward (ops.yaml:1227) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1167,7 +2207,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:773) */
+/* ---- pow_backward (ops.yaml:1234) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1175,7 +2215,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:780) */
+/* ---- pow_backward_self (ops.yaml:1241) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1183,7 +2223,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:787) */
+/* ---- pow_backward_exponent (ops.yaml:1248) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1192,7 +2232,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:794) */
+/* ---- slice_backward (ops.yaml:1255) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1202,7 +2242,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:802) */
+/* ---- select_backward (ops.yaml:1263) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

@@ -1,0 +1,181 @@
+/* Pointwise semantics the generated cases do not pin down: PyTorch's rounding, NaN
+ * propagation, Python division and modulus, integer division by zero, f16/bf16 round trips,
+ * and the vectorised / broadcast / strided loop paths agreeing with each other. */
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_util.h"
+
+static yt_tensor *
+vec(const double *v, int64_t n, yt_dtype dtype)
+{
+    yt_tensor *f64 = yt_tensor_from_data(v, &n, 1, YT_DTYPE_F64);
+    yt_tensor *t = dtype == YT_DTYPE_F64 ? yt_retain(f64) : yt_to(f64, dtype);
+    yt_release(f64);
+    return t;
+}
+
+/* Releases `t` after checking its values (NaN matches NaN; signs of zero are compared). */
+static void
+expect(yt_tensor *t, const double *want, int64_t n, const char *what)
+{
+    cr_assert_not_null(t, "%s: %s", what, yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(t), n, "%s: numel", what);
+    double got[64];
+    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_F64), YT_OK, "%s", yt_errmsg());
+    for (int64_t i = 0; i < n; i++) {
+        bool same = (isnan(got[i]) && isnan(want[i])) ||
+                    (got[i] == want[i] && signbit(got[i]) == signbit(want[i]));
+        cr_assert(same, "%s[%lld]: got %.17g, want %.17g", what, (long long)i, got[i], want[i]);
+    }
+    yt_release(t);
+}
+
+Test(pointwise, round_is_half_to_even_and_sign_of_nan_is_zero)
+{
+    const double x[] = {0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, NAN};
+    yt_tensor *t = vec(x, 7, YT_DTYPE_F32);
+    expect(yt_round(t), (double[]){0, 2, 2, -0.0, -2, 2, NAN}, 7, "round");
+    expect(yt_sign(t), (double[]){1, 1, 1, -1, -1, 1, 0}, 7, "sign");
+    expect(yt_trunc(t), (double[]){0, 1, 2, -0.0, -1, 2, NAN}, 7, "trunc");
+    expect(yt_floor(t), (double[]){0, 1, 2, -1, -2, 2, NAN}, 7, "floor");
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, maximum_minimum_and_clamp_propagate_nan)
+{
+    yt_tensor *a = vec((double[]){NAN, 1, 0, 3}, 4, YT_DTYPE_F32);
+    yt_tensor *b = vec((double[]){1, NAN, -0.0, 2}, 4, YT_DTYPE_F32);
+    expect(yt_maximum(a, b), (double[]){NAN, NAN, 0, 3}, 4, "maximum");
+    expect(yt_minimum(a, b), (double[]){NAN, NAN, 0, 2}, 4, "minimum");
+    expect(yt_clamp_min(a, yt_float(2)), (double[]){NAN, 2, 2, 3}, 4, "clamp_min");
+    expect(yt_clamp_max(a, yt_float(NAN)), (double[]){NAN, NAN, NAN, NAN}, 4, "clamp_max nan");
+    expect(yt_relu(a), (double[]){NAN, 1, 0, 3}, 4, "relu");
+    yt_release(a);
+    yt_release(b);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, remainder_and_floor_divide_follow_python)
+{
+    yt_tensor *a = vec((double[]){-7, 7, -7, 7}, 4, YT_DTYPE_I64);
+    yt_tensor *b = vec((double[]){3, -3, -3, 3}, 4, YT_DTYPE_I64);
+    expect(yt_remainder(a, b), (double[]){2, -2, -1, 1}, 4, "remainder i64");
+    expect(yt_floor_divide(a, b), (double[]){-3, -3, 2, 2}, 4, "floor_divide i64");
+    yt_tensor *fa = vec((double[]){-7.5, 7, -0.0, 1}, 4, YT_DTYPE_F64);
+    yt_tensor *fb = vec((double[]){3, -3, 3, 0}, 4, YT_DTYPE_F64);
+    expect(yt_remainder(fa, fb), (double[]){1.5, -2, -0.0, NAN}, 4, "remainder f64");
+    expect(yt_floor_divide(fa, fb), (double[]){-3, -3, -0.0, INFINITY}, 4, "floor_divide f64");
+    yt_release(fa);
+    yt_release(fb);
+    /* Integer division by zero is an error, as PyTorch's ZeroDivisionError. */
+    yt_tensor *z = vec((double[]){1, 0, 2, 3}, 4, YT_DTYPE_I32);
+    yt_tensor *ai = vec((double[]){1, 2, 3, 4}, 4, YT_DTYPE_I32);
+    cr_assert_null(yt_remainder(ai, z));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "remainder: integer division by zero");
+    cr_assert_null(yt_floor_divide(ai, z));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "floor_divide: integer division by zero");
+    cr_assert_null(yt_remainder_scalar(ai, yt_int(0)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "remainder: integer division by zero");
+    yt_release(z);
+    yt_release(ai);
+    yt_release(a);
+    yt_release(b);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, half_types_round_to_nearest_even_and_keep_nan_inf)
+{
+    /* f16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10 (even: 1); 1 + 3 * 2^-11 rounds up to
+     * 1 + 2^-9; 65520 ties to inf; the smallest subnormal is 2^-24. */
+    const double x[] = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65504, 65520,
+                        0x1p-24,     0x1p-25,         NAN,   -INFINITY};
+    yt_tensor *t = vec(x, 8, YT_DTYPE_F16);
+    expect(yt_to(t, YT_DTYPE_F64),
+           (double[]){1, 1 + 0x1p-9, 65504, INFINITY, 0x1p-24, 0, NAN, -INFINITY}, 8, "f16");
+    yt_release(t);
+    /* bf16 keeps 8 bits of mantissa: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 rounds up. */
+    const double y[] = {1 + 0x1p-8, 1 + 3 * 0x1p-8, 3.4e38, NAN, INFINITY};
+    t = vec(y, 5, YT_DTYPE_BF16);
+    expect(yt_to(t, YT_DTYPE_F64), (double[]){1, 1 + 0x1p-6, INFINITY, NAN, INFINITY}, 5, "bf16");
+    /* Arithmetic on half types computes in float and rounds once. */
+    yt_tensor *s = yt_add(t, t);
+    expect(yt_to(s, YT_DTYPE_F64), (double[]){2, 2 + 0x1p-5, INFINITY, NAN, INFINITY}, 5,
+           "bf16 add");
+    yt_release(s);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, softplus_is_stable_at_large_magnitudes)
+{
+    yt_tensor *t = vec((double[]){1e4, -1e4, 0}, 3, YT_DTYPE_F64);
+    expect(yt_softplus(t), (double[]){1e4, 0, log(2.0)}, 3, "softplus");
+    expect(yt_sigmoid(t), (double[]){1, 0, 0.5}, 3, "sigmoid");
+    expect(yt_isfinite(t), (double[]){1, 1, 1}, 3, "isfinite");
+    yt_release(t);
+    t = vec((double[]){NAN, INFINITY, 1}, 3, YT_DTYPE_F32);
+    expect(yt_isnan(t), (double[]){1, 0, 0}, 3, "isnan");
+    expect(yt_isfinite(t), (double[]){0, 0, 1}, 3, "isfinite");
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, logical_ops_and_masked_fill)
+{
+    yt_tensor *a = vec((double[]){0, 2, 0, -1}, 4, YT_DTYPE_F32);
+    yt_tensor *b = vec((double[]){0, 0, 3, 1}, 4, YT_DTYPE_I64);
+    expect(yt_logical_and(a, b), (double[]){0, 0, 0, 1}, 4, "and");
+    expect(yt_logical_or(a, b), (double[]){0, 1, 1, 1}, 4, "or");
+    expect(yt_logical_xor(a, b), (double[]){0, 1, 1, 0}, 4, "xor");
+    expect(yt_logical_not(a), (double[]){1, 0, 1, 0}, 4, "not");
+    yt_tensor *mask = yt_ne_scalar(b, yt_int(0));
+    expect(yt_masked_fill(a, mask, yt_float(9)), (double[]){0, 2, 9, 9}, 4, "masked_fill");
+    yt_release(mask);
+    yt_release(a);
+    yt_release(b);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Every loop path (contiguous simd, one input broadcast along the row, strided, threaded)
+ * gives the same values as a plain double loop. */
+Test(pointwise, loop_paths_agree)
+{
+    enum { R = 200, C = 301 }; /* odd row length: simd remainders; 60200 > the parallel grain */
+    int64_t shape[2] = {R, C}, tshape[2] = {C, R}, col[2] = {R, 1}, row[1] = {C};
+    yt_tensor *a = yt_rand(shape, 2), *at_base = yt_rand(tshape, 2);
+    yt_tensor *at = yt_transpose(at_base, 0, 1);
+    yt_tensor *c = yt_rand(col, 2), *r = yt_rand(row, 1);
+    yt_tensor *cases[3][2] = {{a, at}, {a, c}, {r, a}};
+    for (int k = 0; k < 3; k++) {
+        yt_tensor *x = cases[k][0], *y = cases[k][1];
+        yt_tensor *sum = yt_add(x, y);
+        yt_tensor *xe = yt_expand(x, shape, 2), *ye = yt_expand(y, shape, 2);
+        yt_tensor *xc = yt_contiguous(xe), *yc = yt_contiguous(ye);
+        yt_release(xe);
+        yt_release(ye);
+        cr_assert_not_null(xc, "%s", yt_errmsg());
+        const float *px = yt_tensor_data(xc), *py = yt_tensor_data(yc), *ps = yt_tensor_data(sum);
+        for (int64_t i = 0; i < R * C; i++)
+            cr_assert_eq(ps[i], px[i] + py[i], "case %d at %lld", k, (long long)i);
+        /* in place: out aliases self exactly */
+        yt_tensor *copy = yt_clone(xc);
+        cr_assert_eq(yt_add_(copy, y), YT_OK, "%s", yt_errmsg());
+        const float *pc = yt_tensor_data(copy);
+        for (int64_t i = 0; i < R * C; i++)
+            cr_assert_eq(pc[i], ps[i], "in-place case %d at %lld", k, (long long)i);
+        yt_release(copy);
+        yt_release(xc);
+        yt_release(yc);
+        yt_release(sum);
+    }
+    yt_release(a);
+    yt_release(at_base);
+    yt_release(at);
+    yt_release(c);
+    yt_release(r);
+    YT_ASSERT_NO_LEAKS();
+}
