@@ -13546,7 +13546,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_912,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13558,7 +13558,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_913,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13570,7 +13570,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_914,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13582,7 +13582,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_915,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13594,7 +13594,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_916,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13606,7 +13606,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_917,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13622,7 +13622,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_918,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13634,7 +13634,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_919,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13646,7 +13646,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_920,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13662,7 +13662,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_921,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13674,7 +13674,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_matmul_922,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13882,7 +13882,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_dot_975,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13894,7 +13894,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_dot_976,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13906,7 +13906,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_dot_977,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13918,7 +13918,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_outer_982,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13930,7 +13930,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_outer_983,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -13942,7 +13942,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_outer_984,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -14030,7 +14030,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_reshape_1000,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -14042,7 +14042,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_reshape_1001,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -14175,7 +14175,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_contiguous_1018,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -14246,7 +14246,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_sum_to_1027,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
@@ -14257,7 +14257,7 @@ const yt_op_case yt_op_cases[] = {
         .call = call_sum_to_1028,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
 };
