@@ -115,6 +115,23 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, bool center, double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input,
+                                                     yt_tensor *weight, yt_tensor *bias,
+                                                     yt_tensor *running_mean,
+                                                     yt_tensor *running_var, double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                         yt_tensor *input, yt_tensor *weight,
+                                                         bool center, double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                          yt_tensor *input, bool center,
+                                                          double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                           yt_tensor *input, yt_tensor *weight,
+                                                           double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                            yt_tensor *input, double eps);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

@@ -351,6 +351,33 @@ const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
 };
 
+const yt__row_norm_kernel_fn yt__row_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm,
+};
+
+const yt__batch_norm_training_kernel_fn yt__batch_norm_training_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_batch_norm_training,
+};
+
+const yt__row_norm_backward_input_kernel_fn yt__row_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_input,
+};
+
+const yt__row_norm_backward_weight_kernel_fn yt__row_norm_backward_weight_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_weight,
+};
+
+const yt__batch_norm_backward_input_kernel_fn
+    yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_input,
+};
+
+const yt__batch_norm_backward_weight_kernel_fn
+    yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_weight,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };

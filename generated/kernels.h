@@ -417,6 +417,57 @@ extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
                                       yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
+typedef yt_status (*yt__row_norm_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                            yt_tensor *bias, bool center, double eps);
+extern const yt__row_norm_kernel_fn yt__row_norm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                       yt_tensor *bias, bool center, double eps);
+
+typedef yt_status (*yt__batch_norm_training_kernel_fn)(yt_tensor *result, yt_tensor *input,
+                                                       yt_tensor *weight, yt_tensor *bias,
+                                                       yt_tensor *running_mean,
+                                                       yt_tensor *running_var, double momentum,
+                                                       double eps);
+extern const yt__batch_norm_training_kernel_fn yt__batch_norm_training_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_training(yt_tensor *result, yt_tensor *input,
+                                                  yt_tensor *weight, yt_tensor *bias,
+                                                  yt_tensor *running_mean, yt_tensor *running_var,
+                                                  double momentum, double eps);
+
+typedef yt_status (*yt__row_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                           yt_tensor *input, yt_tensor *weight,
+                                                           bool center, double eps);
+extern const yt__row_norm_backward_input_kernel_fn
+    yt__row_norm_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                      yt_tensor *input, yt_tensor *weight,
+                                                      bool center, double eps);
+
+typedef yt_status (*yt__row_norm_backward_weight_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                            yt_tensor *input, bool center,
+                                                            double eps);
+extern const yt__row_norm_backward_weight_kernel_fn
+    yt__row_norm_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                       yt_tensor *input, bool center, double eps);
+
+typedef yt_status (*yt__batch_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                             yt_tensor *input, yt_tensor *weight,
+                                                             double eps);
+extern const yt__batch_norm_backward_input_kernel_fn
+    yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                        yt_tensor *input, yt_tensor *weight,
+                                                        double eps);
+
+typedef yt_status (*yt__batch_norm_backward_weight_kernel_fn)(yt_tensor *result,
+                                                              yt_tensor *grad_out, yt_tensor *input,
+                                                              double eps);
+extern const yt__batch_norm_backward_weight_kernel_fn
+    yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                         yt_tensor *input, double eps);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -491,6 +542,35 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_layer_norm(yt_tensor *input, const int64_t *normalized_shape,
+                                                int normalized_shape_len, yt_tensor *weight,
+                                                yt_tensor *bias, double eps, bool cudnn_enable);
+YT_INTERNAL yt_tensor *yt__composite_group_norm(yt_tensor *input, int64_t num_groups,
+                                                yt_tensor *weight, yt_tensor *bias, double eps,
+                                                bool cudnn_enabled);
+YT_INTERNAL yt_tensor *yt__composite_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
+                                              int normalized_shape_len, yt_tensor *weight,
+                                              const double *eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm(yt_tensor *input, yt_tensor *weight,
+                                                yt_tensor *bias, yt_tensor *running_mean,
+                                                yt_tensor *running_var, bool training,
+                                                double momentum, double eps, bool cudnn_enabled);
+YT_INTERNAL yt_tensor *yt__composite_row_norm_backward_bias(yt_tensor *grad_out);
+YT_INTERNAL yt_tensor *
+yt__composite_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                             yt_tensor *weight, bool center, double eps);
+YT_INTERNAL yt_tensor *yt__composite_row_norm_double_backward_grad_out(yt_tensor *grad,
+                                                                       yt_tensor *input,
+                                                                       yt_tensor *weight,
+                                                                       bool center, double eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm_backward_bias(yt_tensor *grad_out);
+YT_INTERNAL yt_tensor *
+yt__composite_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out,
+                                               yt_tensor *input, yt_tensor *weight, double eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm_double_backward_grad_out(yt_tensor *grad,
+                                                                         yt_tensor *input,
+                                                                         yt_tensor *weight,
+                                                                         double eps);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

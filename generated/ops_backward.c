@@ -193,8 +193,558 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
     return yt__scope_track(result);
 }
 
+/* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:1297; backward from derivatives.yaml:366 */
+yt_tensor *
+yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
+                           double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_input", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_input: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_input: weight is on %s but grad_out is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: weight has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_input: input must be 4-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_out);
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_input_kernel_fn kernel =
+        yt__row_norm_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, center, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_row_norm_backward_input(result, grad_out, input, weight, center, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
+ * from ops.yaml:1308; backward from derivatives.yaml:371 */
+yt_tensor *
+yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_weight", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_backward_weight", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_weight: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_weight: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_weight: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_weight: input must be 4-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    result_shape.dim = 2;
+    result_shape.sizes[0] = input->sizes[1];
+    result_shape.sizes[1] = input->sizes[2];
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_weight_kernel_fn kernel =
+        yt__row_norm_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_out, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, center, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_row_norm_backward_weight(result, grad_out, input, center, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* row_norm_backward_bias(Tensor grad_out) -> Tensor
+ * from ops.yaml:1320 */
+yt_tensor *
+yt_row_norm_backward_bias(yt_tensor *grad_out)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_bias", "grad_out"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_bias: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(grad_out->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_bias: grad_out must be 4-D, got %d-D",
+                        grad_out->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_row_norm_backward_bias(grad_out);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:1330 */
+yt_tensor *
+yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                  yt_tensor *weight, bool center, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("row_norm_double_backward_input", "grad"); /* keeps an earlier error */
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_double_backward_input",
+                            "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_double_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (grad_out->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: grad_out is on %s but grad is on %s",
+                        yt_device_name(grad_out->device), yt_device_name(grad->device));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (grad_out->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad_out has dtype %s but grad has dtype %s",
+            yt_dtype_name(grad_out->dtype), yt_dtype_name(grad->dtype));
+    if (input->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_double_backward_input: input has dtype %s but grad has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_double_backward_input: weight has dtype %s but grad has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_double_backward_input: input must be 4-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_row_norm_double_backward_input(grad, grad_out, input, weight, center, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:1341 */
+yt_tensor *
+yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
+                                     bool center, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("row_norm_double_backward_grad_out",
+                            "grad"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_double_backward_grad_out",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_grad_out: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_grad_out: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm_double_backward_grad_out: input must be 4-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_row_norm_double_backward_grad_out(grad, input, weight, center, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:1352; backward from derivatives.yaml:375 */
+yt_tensor *
+yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_input", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_input: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_input: weight is on %s but grad_out is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_input: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_input: weight has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_input: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_out);
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_input_kernel_fn kernel =
+        yt__batch_norm_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_batch_norm_backward_input(result, grad_out, input, weight, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
+ * from ops.yaml:1363; backward from derivatives.yaml:380 */
+yt_tensor *
+yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_weight", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_backward_weight", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_weight: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_weight: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_weight: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_weight: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    result_shape.dim = 1;
+    result_shape.sizes[0] = input->sizes[1];
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_weight_kernel_fn kernel =
+        yt__batch_norm_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_out, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_batch_norm_backward_weight(result, grad_out, input, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_bias(Tensor grad_out) -> Tensor
+ * from ops.yaml:1375 */
+yt_tensor *
+yt_batch_norm_backward_bias(yt_tensor *grad_out)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_bias", "grad_out"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_bias: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(grad_out->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_bias: grad_out must be at least 2-D, got %d-D",
+                        grad_out->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_batch_norm_backward_bias(grad_out);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:1385 */
+yt_tensor *
+yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                    yt_tensor *weight, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "grad"); /* keeps an earlier error */
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (grad_out->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: grad_out is on %s but grad is on %s",
+                        yt_device_name(grad_out->device), yt_device_name(grad->device));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (grad_out->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad_out has dtype %s but grad has dtype %s",
+            yt_dtype_name(grad_out->dtype), yt_dtype_name(grad->dtype));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_double_backward_input: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_batch_norm_double_backward_input(grad, grad_out, input, weight, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:1396 */
+yt_tensor *
+yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
+                                       double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("batch_norm_double_backward_grad_out",
+                            "grad"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_double_backward_grad_out",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_grad_out: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_grad_out: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_double_backward_grad_out: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_batch_norm_double_backward_grad_out(grad, input, weight, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1195 */
+ * from ops.yaml:1478 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -214,7 +764,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1206 */
+ * from ops.yaml:1489 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -236,7 +786,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1213 */
+ * from ops.yaml:1496 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -262,7 +812,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1220 */
+ * from ops.yaml:1503 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -302,7 +852,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1227 */
+ * from ops.yaml:1510 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -319,7 +869,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1234 */
+ * from ops.yaml:1517 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -348,7 +898,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1241 */
+ * from ops.yaml:1524 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -383,7 +933,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1248 */
+ * from ops.yaml:1531 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -428,7 +978,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1255; backward from derivatives.yaml:150 */
+ * from ops.yaml:1538; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -470,7 +1020,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1263; backward from derivatives.yaml:153 */
+ * from ops.yaml:1546; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

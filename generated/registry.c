@@ -452,6 +452,98 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema =
+            "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+        .doc =
+            "Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then scales by `weight` and shifts by `bias` when given; `cudnn_enable` is ignored.",
+    },
+    {
+        .schema =
+            "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+        .doc =
+            "Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its channels and spatial positions, then applies the per-channel `weight` and `bias` when given; `cudnn_enabled` is ignored.",
+    },
+    {
+        .schema =
+            "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor",
+        .doc =
+            "Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by default the dtype's machine epsilon), then scales by `weight` when given.",
+    },
+    {
+        .schema =
+            "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+        .doc =
+            "Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics and, when given, updates `running_mean` and `running_var` in place (momentum, unbiased variance); eval uses the running statistics (differentiable in them). Then applies `weight` and `bias` when given; `cudnn_enabled` is ignored.",
+    },
+    {
+        .schema =
+            "row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor",
+        .doc =
+            "The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of K*S values is normalized (its mean subtracted when `center`, divided by the root of its mean square plus `eps`), then scaled and shifted by the [G, K] `weight` and `bias` when given.",
+    },
+    {
+        .schema =
+            "batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor",
+        .doc =
+            "batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given, and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance). The running statistics get zero gradients.",
+    },
+    {
+        .schema =
+            "row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc =
+            "Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).",
+    },
+    {
+        .schema =
+            "row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor",
+        .doc =
+            "Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input over dims 0 and 3.",
+    },
+    {
+        .schema = "row_norm_backward_bias(Tensor grad_out) -> Tensor",
+        .doc = "Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.",
+    },
+    {
+        .schema =
+            "row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc =
+            "Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
+    },
+    {
+        .schema =
+            "row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc =
+            "Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
+    },
+    {
+        .schema =
+            "batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc =
+            "Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from `input`).",
+    },
+    {
+        .schema = "batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor",
+        .doc =
+            "Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out` times the normalized input.",
+    },
+    {
+        .schema = "batch_norm_backward_bias(Tensor grad_out) -> Tensor",
+        .doc =
+            "Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.",
+    },
+    {
+        .schema =
+            "batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc =
+            "Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
+    },
+    {
+        .schema =
+            "batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc =
+            "Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },

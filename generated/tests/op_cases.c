@@ -9380,7 +9380,574 @@ call_contiguous_1018(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1019(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1019(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1020(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {3, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1021(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1022(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1023(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, NULL, 0.001, true);
+}
+
+static yt_tensor *
+error_layer_norm_1024(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1025(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1026(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1027(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1028(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1029(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1030(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1031(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1032(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1033(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1034(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1035(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1036(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1037(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1038(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1039(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1040(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_rms_norm_1041(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+call_rms_norm_1042(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {3, 4};
+    const double eps_value = 1e-06;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, &eps_value);
+}
+
+static yt_tensor *
+call_rms_norm_1043(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    const double eps_value = 0.01;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], &eps_value);
+}
+
+static yt_tensor *
+call_rms_norm_1044(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1045(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1046(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1047(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1048(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+call_batch_norm_1049(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1050(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1051(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1052(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
+                         false);
+}
+
+static yt_tensor *
+call_batch_norm_1053(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
+                         false);
+}
+
+static yt_tensor *
+call_batch_norm_1054(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
+                         false);
+}
+
+static yt_tensor *
+error_batch_norm_1055(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1056(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1057(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1058(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1059(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1060(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1061(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1062(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1063(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1064(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_row_norm_1065(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+}
+
+static yt_tensor *
+call_row_norm_1066(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1067(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1068(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1069(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1070(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1071(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1072(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1073(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1074(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+}
+
+static yt_tensor *
+call_batch_norm_training_1075(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+call_batch_norm_training_1076(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1077(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1078(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1079(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1080(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1081(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1082(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1083(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1084(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1085(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1086(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_input_1087(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_weight_1088(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_bias_1089(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_row_norm_double_backward_input_1090(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_double_backward_grad_out_1091(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_input_1092(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_weight_1093(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_bias_1094(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_batch_norm_double_backward_input_1095(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_double_backward_grad_out_1096(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
+}
+
+static yt_tensor *
+call_zeros_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9389,7 +9956,7 @@ call_zeros_1019(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1020(yt_tensor *const *inputs, void *ctx)
+call_ones_1098(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9398,7 +9965,7 @@ call_ones_1020(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1021(yt_tensor *const *inputs, void *ctx)
+call_full_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9407,7 +9974,7 @@ call_full_1021(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1022(yt_tensor *const *inputs, void *ctx)
+call_arange_1100(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9415,7 +9982,7 @@ call_arange_1022(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1023(yt_tensor *const *inputs, void *ctx)
+call_rand_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9424,7 +9991,7 @@ call_rand_1023(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1024(yt_tensor *const *inputs, void *ctx)
+error_rand_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9433,7 +10000,7 @@ error_rand_1024(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1025(yt_tensor *const *inputs, void *ctx)
+call_randn_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9442,7 +10009,7 @@ call_randn_1025(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1026(yt_tensor *const *inputs, void *ctx)
+error_randn_1104(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9451,7 +10018,7 @@ error_randn_1026(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1027(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -9459,7 +10026,7 @@ call_sum_to_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1106(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -9467,7 +10034,7 @@ call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1029(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -14179,10 +14746,400 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "layer_norm",
+        .where = "ops.yaml:1140 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1019,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:1140 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1020,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:1140 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1021,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:1140 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1022,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:1140 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_layer_norm_1023,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:1167 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1029,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:1167 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1030,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:1167 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1031,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:1167 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1032,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:1167 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_group_norm_1033,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:1191 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1041,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:1191 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rms_norm_1042,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:1191 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1043,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:1191 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1044,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_batch_norm_1049,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1050,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1051,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 3",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1052,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 4",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1053,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:1225 sample 5",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1054,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "row_norm",
+        .where = "ops.yaml:1259 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_row_norm_1065,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "row_norm",
+        .where = "ops.yaml:1259 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_row_norm_1066,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .where = "ops.yaml:1290 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_batch_norm_training_1075,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .where = "ops.yaml:1290 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_training_1076,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:1132 sample 0",
+        .where = "ops.yaml:1415 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1019,
+        .call = call_zeros_1097,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14190,9 +15147,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1140 sample 0",
+        .where = "ops.yaml:1423 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1020,
+        .call = call_ones_1098,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14200,9 +15157,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1148 sample 0",
+        .where = "ops.yaml:1431 sample 0",
         .n_inputs = 0,
-        .call = call_full_1021,
+        .call = call_full_1099,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14210,9 +15167,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1163 sample 0",
+        .where = "ops.yaml:1446 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1022,
+        .call = call_arange_1100,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14220,9 +15177,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1171 sample 0",
+        .where = "ops.yaml:1454 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1023,
+        .call = call_rand_1101,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14230,9 +15187,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1182 sample 0",
+        .where = "ops.yaml:1465 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1025,
+        .call = call_randn_1103,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14240,10 +15197,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1201 sample 0",
+        .where = "ops.yaml:1484 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1027,
+        .call = call_sum_to_1105,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14251,10 +15208,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1201 sample 1",
+        .where = "ops.yaml:1484 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1028,
+        .call = call_sum_to_1106,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15411,27 +16368,627 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
+        .op = "layer_norm",
+        .what = "ops.yaml:1130: len(normalized_shape) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1024,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:1132: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1025,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:1134: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1026,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:1136: bias.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1027,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:1124: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1028,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1153: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1034,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1155: num_groups > 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1035,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1157: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1036,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1159: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1037,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1161: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1038,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1163: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1039,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:1147: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1040,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:1183: len(normalized_shape) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1045,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:1185: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1046,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:1187: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_rms_norm_1047,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:1177: dtype of input",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_rms_norm_1048,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1204: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_1055,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1206: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1056,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1208: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1057,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1210: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1058,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1212: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1059,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1214: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1060,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1216: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1061,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1218: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1062,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1220: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1063,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:1198: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1064,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1243: input.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_1067,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1245: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1068,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1247: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1069,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1249: weight.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1070,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1251: bias.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1071,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1253: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1072,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1255: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1073,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:1237: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1074,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1270: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_training_1077,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1272: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1078,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1274: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1079,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1276: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1080,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1278: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1081,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1280: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1082,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1282: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1083,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1284: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1084,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1286: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1085,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:1264: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1086,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "row_norm_backward_input",
+        .what = "ops.yaml:1303: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_input_1087,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_input: ",
+    },
+    {
+        .op = "row_norm_backward_weight",
+        .what = "ops.yaml:1314: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_weight_1088,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_weight: ",
+    },
+    {
+        .op = "row_norm_backward_bias",
+        .what = "ops.yaml:1325: grad_out.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_bias_1089,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_bias: ",
+    },
+    {
+        .op = "row_norm_double_backward_input",
+        .what = "ops.yaml:1336: input.dim == 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_double_backward_input_1090,
+        .expect = 0,
+        .expect_prefix = "row_norm_double_backward_input: ",
+    },
+    {
+        .op = "row_norm_double_backward_grad_out",
+        .what = "ops.yaml:1347: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_double_backward_grad_out_1091,
+        .expect = 0,
+        .expect_prefix = "row_norm_double_backward_grad_out: ",
+    },
+    {
+        .op = "batch_norm_backward_input",
+        .what = "ops.yaml:1358: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_input_1092,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_input: ",
+    },
+    {
+        .op = "batch_norm_backward_weight",
+        .what = "ops.yaml:1369: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_weight_1093,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_weight: ",
+    },
+    {
+        .op = "batch_norm_backward_bias",
+        .what = "ops.yaml:1380: grad_out.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_1094,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias: ",
+    },
+    {
+        .op = "batch_norm_double_backward_input",
+        .what = "ops.yaml:1391: input.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_double_backward_input_1095,
+        .expect = 0,
+        .expect_prefix = "batch_norm_double_backward_input: ",
+    },
+    {
+        .op = "batch_norm_double_backward_grad_out",
+        .what = "ops.yaml:1402: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_double_backward_grad_out_1096,
+        .expect = 0,
+        .expect_prefix = "batch_norm_double_backward_grad_out: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:1176: is_floating(result_dtype)",
+        .what = "ops.yaml:1459: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1024,
+        .call = error_rand_1102,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1187: is_floating(result_dtype)",
+        .what = "ops.yaml:1470: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1026,
+        .call = error_randn_1104,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1195: dtype of self",
+        .what = "ops.yaml:1478: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1029,
+        .call = error_sum_to_1107,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

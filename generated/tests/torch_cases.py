@@ -2225,24 +2225,236 @@ def case_397(self):
     return torch.ops.aten.contiguous(self)
 
 
-def case_398():
-    """zeros (ops.yaml:1132 sample 0)"""
+def case_398(input, weight, bias):
+    """layer_norm (ops.yaml:1140 sample 0)"""
+    normalized_shape = [4]
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_399(input, weight):
+    """layer_norm (ops.yaml:1140 sample 1)"""
+    normalized_shape = [3, 4]
+    bias = None
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_400(input, bias):
+    """layer_norm (ops.yaml:1140 sample 2)"""
+    normalized_shape = [5]
+    weight = None
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_401(input, weight, bias):
+    """layer_norm (ops.yaml:1140 sample 3)"""
+    normalized_shape = [4]
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_402(input):
+    """layer_norm (ops.yaml:1140 sample 4)"""
+    normalized_shape = [5]
+    weight = None
+    bias = None
+    eps = 0.001
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_403(input, weight, bias):
+    """group_norm (ops.yaml:1167 sample 0)"""
+    num_groups = 2
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_404(input, weight):
+    """group_norm (ops.yaml:1167 sample 1)"""
+    num_groups = 3
+    bias = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_405(input, bias):
+    """group_norm (ops.yaml:1167 sample 2)"""
+    num_groups = 2
+    weight = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_406(input, weight, bias):
+    """group_norm (ops.yaml:1167 sample 3)"""
+    num_groups = 4
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_407(input):
+    """group_norm (ops.yaml:1167 sample 4)"""
+    num_groups = 1
+    weight = None
+    bias = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_408(input, weight):
+    """rms_norm (ops.yaml:1191 sample 0)"""
+    normalized_shape = [4]
+    eps = None
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_409(input):
+    """rms_norm (ops.yaml:1191 sample 1)"""
+    normalized_shape = [3, 4]
+    weight = None
+    eps = 1e-06
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_410(input, weight):
+    """rms_norm (ops.yaml:1191 sample 2)"""
+    normalized_shape = [5]
+    eps = 0.01
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_411(input, weight):
+    """rms_norm (ops.yaml:1191 sample 3)"""
+    normalized_shape = [4]
+    eps = None
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_412(input, weight, bias):
+    """batch_norm (ops.yaml:1225 sample 0)"""
+    running_mean = None
+    running_var = None
+    training = True
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_413(input, running_mean, running_var):
+    """batch_norm (ops.yaml:1225 sample 1)"""
+    weight = None
+    bias = None
+    training = True
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_414(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:1225 sample 2)"""
+    bias = None
+    training = True
+    momentum = 0.3
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_415(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:1225 sample 3)"""
+    bias = None
+    training = False
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_416(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:1225 sample 4)"""
+    weight = None
+    training = False
+    momentum = 0.1
+    eps = 0.001
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_417(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:1225 sample 5)"""
+    weight = None
+    training = False
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_418(input, weight, bias):
+    """row_norm (ops.yaml:1259 sample 0)"""
+    center = True
+    eps = 1e-05
+    return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
+
+
+def case_419(input, weight):
+    """row_norm (ops.yaml:1259 sample 1)"""
+    bias = None
+    center = False
+    eps = 1e-05
+    return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
+
+
+def case_420(input, weight, bias):
+    """batch_norm_training (ops.yaml:1290 sample 0)"""
+    running_mean = None
+    running_var = None
+    momentum = 0.1
+    eps = 1e-05
+    return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
+
+
+def case_421(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:1290 sample 1)"""
+    weight = None
+    bias = None
+    momentum = 0.1
+    eps = 1e-05
+    return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
+
+
+def case_422():
+    """zeros (ops.yaml:1415 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_399():
-    """ones (ops.yaml:1140 sample 0)"""
+def case_423():
+    """ones (ops.yaml:1423 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_400():
-    """full (ops.yaml:1148 sample 0)"""
+def case_424():
+    """full (ops.yaml:1431 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2250,8 +2462,8 @@ def case_400():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_401():
-    """arange (ops.yaml:1163 sample 0)"""
+def case_425():
+    """arange (ops.yaml:1446 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2260,30 +2472,30 @@ def case_401():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_402():
-    """rand (ops.yaml:1171 sample 0)"""
+def case_426():
+    """rand (ops.yaml:1454 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_403():
-    """randn (ops.yaml:1182 sample 0)"""
+def case_427():
+    """randn (ops.yaml:1465 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_404(self):
-    """sum_to (ops.yaml:1201 sample 0)"""
+def case_428(self):
+    """sum_to (ops.yaml:1484 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_405(self):
-    """sum_to (ops.yaml:1201 sample 1)"""
+def case_429(self):
+    """sum_to (ops.yaml:1484 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3483,28 +3695,100 @@ CASES = [
     dict(op="contiguous", where="ops.yaml:1112 sample 0", fn=case_397, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1132 sample 0", fn=case_398, tensors=[],
-         free=[], dtypes=[],
+    dict(op="layer_norm", where="ops.yaml:1140 sample 0", fn=case_398, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones", where="ops.yaml:1140 sample 0", fn=case_399, tensors=[],
-         free=[], dtypes=[],
+    dict(op="layer_norm", where="ops.yaml:1140 sample 1", fn=case_399, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full", where="ops.yaml:1148 sample 0", fn=case_400, tensors=[],
-         free=[], dtypes=[],
+    dict(op="layer_norm", where="ops.yaml:1140 sample 2", fn=case_400, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1163 sample 0", fn=case_401, tensors=[],
-         free=[], dtypes=[],
+    dict(op="layer_norm", where="ops.yaml:1140 sample 3", fn=case_401, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rand", where="ops.yaml:1171 sample 0", fn=case_402, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="randn", where="ops.yaml:1182 sample 0", fn=case_403, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="sum_to", where="ops.yaml:1201 sample 0", fn=case_404, tensors=["self"],
+    dict(op="layer_norm", where="ops.yaml:1140 sample 4", fn=case_402, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1201 sample 1", fn=case_405, tensors=["self"],
+    dict(op="group_norm", where="ops.yaml:1167 sample 0", fn=case_403, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1167 sample 1", fn=case_404, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1167 sample 2", fn=case_405, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1167 sample 3", fn=case_406, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1167 sample 4", fn=case_407, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1191 sample 0", fn=case_408, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1191 sample 1", fn=case_409, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1191 sample 2", fn=case_410, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1191 sample 3", fn=case_411, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 0", fn=case_412, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 1", fn=case_413, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 2", fn=case_414, tensors=["input", "weight", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 3", fn=case_415, tensors=["input", "weight", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 4", fn=case_416, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1225 sample 5", fn=case_417, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="row_norm", where="ops.yaml:1259 sample 0", fn=case_418, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="row_norm", where="ops.yaml:1259 sample 1", fn=case_419, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm_training", where="ops.yaml:1290 sample 0", fn=case_420, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm_training", where="ops.yaml:1290 sample 1", fn=case_421, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:1415 sample 0", fn=case_422, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="ones", where="ops.yaml:1423 sample 0", fn=case_423, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:1431 sample 0", fn=case_424, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="arange", where="ops.yaml:1446 sample 0", fn=case_425, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:1454 sample 0", fn=case_426, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="randn", where="ops.yaml:1465 sample 0", fn=case_427, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1484 sample 0", fn=case_428, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1484 sample 1", fn=case_429, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

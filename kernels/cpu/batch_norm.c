@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "norm.h"
 
 #define BN_BLOCK 2048
@@ -70,17 +71,24 @@
 BN_SUMS(float, f32)
 BN_SUMS(double, f64)
 
-/* Geometry of [N, C, S]. */
+/* Geometry of [N, C, S], and the values per channel N * S. */
 typedef struct bn_geom {
-    int64_t n, c, s;
+    int64_t n, c, s, count;
 } bn_geom;
 
 static bn_geom
 geom_of(const yt_tensor *x)
 {
-    bn_geom g = {x->dim > 0 ? x->sizes[0] : 1, x->dim > 1 ? x->sizes[1] : 1, 1};
+    bn_geom g = {x->dim > 0 ? x->sizes[0] : 1, x->dim > 1 ? x->sizes[1] : 1, 1, 0};
+    /* Only an empty tensor can overflow these products; it computes nothing, and a count that
+     * saturates still says "more than one value" as PyTorch's N * S would. */
     for (int i = 2; i < x->dim; i++)
-        g.s *= x->sizes[i];
+        if (!yt__mul_ok(&g.s, g.s, x->sizes[i]))
+            g.s = INT64_MAX;
+    if (!yt__mul_ok(&g.count, g.n, g.s))
+        g.count = INT64_MAX;
+    if (x->numel == 0)
+        g.n = g.s = 0;
     return g;
 }
 
@@ -89,6 +97,24 @@ threads_for(int64_t work, int64_t channels)
 {
     int nth = work >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
     return channels < nth ? (channels > 0 ? (int)channels : 1) : nth;
+}
+
+/* Mean and biased variance of channel c of contiguous x (two passes over its N runs of S). The
+ * backward recomputes them with this same code, so both see the same values. */
+static void
+channel_stats(const char *xd, yt_dtype cd, bn_geom g, int64_t c, double *mean, double *var)
+{
+    const int64_t N = g.n, C = g.c, S = g.s, count = g.count;
+    double s = 0, q = 0;
+    for (int64_t n = 0; n < N; n++)
+        s += cd == YT_DTYPE_F64 ? sum_f64((const double *)xd + (n * C + c) * S, S)
+                                : sum_f32((const float *)xd + (n * C + c) * S, S);
+    double m = s / (double)count;
+    for (int64_t n = 0; n < N; n++)
+        q += cd == YT_DTYPE_F64 ? sumsq_f64((const double *)xd + (n * C + c) * S, S, m)
+                                : sumsq_f32((const float *)xd + (n * C + c) * S, S, (float)m);
+    *mean = m;
+    *var = q / (double)count;
 }
 
 /* A [C] tensor's values as doubles (copied), or `fill` when t is NULL. */
@@ -146,7 +172,7 @@ yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean, yt_tensor *save_invstd
                       yt_tensor *running_var, bool training, double momentum, double eps)
 {
     const bn_geom g = geom_of(x);
-    const int64_t count = g.n * g.s; /* values per channel */
+    const int64_t count = g.count; /* values per channel */
     yt_dtype cd = yt__norm_compute_dtype(x->dtype);
     /* per channel: mean, invstd, weight, bias, then (training) batch var */
     double *ch = yt__cpu_alloc((size_t)(5 * g.c + 1) * sizeof(double));
@@ -175,17 +201,7 @@ yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean, yt_tensor *save_invstd
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
         for (int64_t c = 0; c < C; c++) {
             if (training) {
-                double s = 0, q = 0;
-                for (int64_t n = 0; n < N; n++)
-                    s += cd == YT_DTYPE_F64 ? sum_f64((const double *)xd + (n * C + c) * S, S)
-                                            : sum_f32((const float *)xd + (n * C + c) * S, S);
-                double m = s / (double)count;
-                for (int64_t n = 0; n < N; n++)
-                    q += cd == YT_DTYPE_F64
-                             ? sumsq_f64((const double *)xd + (n * C + c) * S, S, m)
-                             : sumsq_f32((const float *)xd + (n * C + c) * S, S, (float)m);
-                mean[c] = m;
-                var[c] = q / (double)count;
+                channel_stats(xd, cd, g, c, &mean[c], &var[c]);
                 invstd[c] = 1.0 / sqrt(var[c] + eps);
             }
             double a = invstd[c] * w[c], sh = b[c] - mean[c] * a;
@@ -231,7 +247,7 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
                        yt_tensor *save_mean, yt_tensor *save_invstd, bool training, double eps)
 {
     const bn_geom g = geom_of(x);
-    const int64_t count = g.n * g.s;
+    const int64_t count = g.count;
     yt_dtype cd = yt__norm_compute_dtype(x->dtype);
     /* per channel: mean, invstd, weight, sum dy, sum dy*(x-mean) */
     size_t ch_bytes = (size_t)(5 * g.c + 1) * sizeof(double);
@@ -245,11 +261,12 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
     yt_status st = xc && gc && (!dx || dxb) ? YT_OK : yt__last_status();
     if (st == YT_OK)
         st = load_channel(w, weight, g.c, 1.0);
-    if (st == YT_OK && training) {
+    const bool recompute = training && save_invstd == NULL;
+    if (st == YT_OK && training && !recompute) {
         st = load_channel(mean, save_mean, g.c, 0.0);
         if (st == YT_OK)
             st = load_channel(invstd, save_invstd, g.c, 0.0);
-    } else if (st == YT_OK) {
+    } else if (st == YT_OK && !training) {
         st = load_channel(mean, running_mean, g.c, 0.0);
         if (st == YT_OK)
             st = load_channel(invstd, running_var, g.c, 1.0);
@@ -264,6 +281,13 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
         int nth = threads_for(x->numel, C);
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
         for (int64_t c = 0; c < C; c++) {
+            if (recompute && count > 0) {
+                double var;
+                channel_stats(xd, cd, g, c, &mean[c], &var);
+                invstd[c] = 1.0 / sqrt(var + eps);
+            } else if (recompute) {
+                mean[c] = invstd[c] = 0; /* no values: the sums are 0 */
+            }
             sg[c] = sgx[c] = 0;
             for (int64_t n = 0; need_sums && n < N; n++) {
                 int64_t o = (n * C + c) * S;
@@ -306,45 +330,69 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
     return st;
 }
 
-/* Checks a per-channel argument (may be NULL): 1-D of C values. */
+/* grad_out must have input's shape exactly (no broadcasting in a backward kernel). */
 static yt_status
-check_channel(const yt_tensor *t, const char *arg, int64_t c)
+check_same_shape(const yt_tensor *grad_out, const yt_tensor *input, const char *op)
 {
-    if (t == NULL || (t->dim == 1 && t->sizes[0] == c))
+    bool same = grad_out->dim == input->dim;
+    for (int i = 0; same && i < input->dim; i++)
+        same = grad_out->sizes[i] == input->sizes[i];
+    if (same)
+        return YT_OK;
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    return yt__fail_status(YT_ERR_SHAPE, "%s: grad_out has shape %s but input has shape %s", op,
+                           yt__format_sizes(a, sizeof a, grad_out->sizes, grad_out->dim),
+                           yt__format_sizes(b, sizeof b, input->sizes, input->dim));
+}
+
+/* Training needs more than one value per channel (a variance of one value is meaningless). */
+static yt_status
+check_count(const yt_tensor *input, const char *op)
+{
+    const bn_geom g = geom_of(input);
+    if (g.count > 1)
         return YT_OK;
     char have[YT__SIZES_BUF];
     return yt__fail_status(
-        YT_ERR_SHAPE, "native_batch_norm: %s has shape %s, expected [%lld] (input.size(1))", arg,
-        yt__format_sizes(have, sizeof have, t->sizes, t->dim), (long long)c);
+        YT_ERR_VALUE,
+        "%s: expected more than 1 value per channel when training, got input of shape %s", op,
+        yt__format_sizes(have, sizeof have, input->sizes, input->dim));
 }
 
 yt_status
-yt__cpu_native_batch_norm(yt_tensor *out, yt_tensor *save_mean, yt_tensor *save_invstd,
-                          yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
-                          yt_tensor *running_mean, yt_tensor *running_var, bool training,
-                          double momentum, double eps)
+yt__cpu_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                            yt_tensor *running_mean, yt_tensor *running_var, double momentum,
+                            double eps)
 {
-    char have[YT__SIZES_BUF];
-    if (input->dim < 2)
-        return yt__fail_status(YT_ERR_SHAPE,
-                               "native_batch_norm: input must be at least 2-D ([N, C, ...]), got "
-                               "%d-D",
-                               input->dim);
-    const bn_geom g = geom_of(input);
-    if (check_channel(weight, "weight", g.c) != YT_OK ||
-        check_channel(bias, "bias", g.c) != YT_OK ||
-        check_channel(running_mean, "running_mean", g.c) != YT_OK ||
-        check_channel(running_var, "running_var", g.c) != YT_OK)
+    if (check_count(input, "batch_norm_training") != YT_OK)
         return yt__last_status();
-    if (!training && (running_mean == NULL || running_var == NULL))
-        return yt__fail_status(YT_ERR_VALUE, "native_batch_norm: running_mean and running_var "
-                                             "are required when training=False");
-    if (training && g.n * g.s <= 1)
-        return yt__fail_status(
-            YT_ERR_VALUE,
-            "native_batch_norm: expected more than 1 value per channel when training, got input "
-            "of shape %s",
-            yt__format_sizes(have, sizeof have, input->sizes, input->dim));
-    return yt__batchnorm_forward(out, save_mean, save_invstd, input, weight, bias, running_mean,
-                                 running_var, training, momentum, eps);
+    return yt__batchnorm_forward(result, NULL, NULL, input, weight, bias, running_mean, running_var,
+                                 true, momentum, eps);
+}
+
+yt_status
+yt__cpu_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                  yt_tensor *weight, double eps)
+{
+    const char *op = "batch_norm_backward_input";
+    if (check_same_shape(grad_out, input, op) != YT_OK)
+        return yt__last_status();
+    if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
+        char a[YT__SIZES_BUF];
+        return yt__fail_status(YT_ERR_SHAPE, "%s: weight has shape %s, expected [%lld]", op,
+                               yt__format_sizes(a, sizeof a, weight->sizes, weight->dim),
+                               (long long)input->sizes[1]);
+    }
+    return yt__batchnorm_backward(result, NULL, NULL, grad_out, input, weight, NULL, NULL, NULL,
+                                  NULL, true, eps);
+}
+
+yt_status
+yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                   double eps)
+{
+    if (check_same_shape(grad_out, input, "batch_norm_backward_weight") != YT_OK)
+        return yt__last_status();
+    return yt__batchnorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, NULL, NULL,
+                                  true, eps);
 }

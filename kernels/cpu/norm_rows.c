@@ -72,7 +72,7 @@ yt__rownorm_forward(yt_tensor *y, yt_tensor *mean, yt_tensor *rstd, yt_tensor *x
     yt_tensor *bc = yt__norm_contig(bias, cd);
     yt_tensor *yb = out_buffer(y, cd), *mb = out_buffer(mean, cd), *rb = out_buffer(rstd, cd);
     yt_status st = YT_OK;
-    if (!xc || (weight && !wc) || (bias && !bc) || !yb || (mean && !mb) || !rb)
+    if (!xc || (weight && !wc) || (bias && !bc) || !yb || (mean && !mb) || (rstd && !rb))
         st = yt__last_status();
     if (st == YT_OK && p->rows > 0) {
         int64_t M = p->rows;
@@ -107,11 +107,13 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
     yt_dtype cd = yt__norm_compute_dtype(x->dtype);
     yt_tensor *xc = yt__norm_contig(x, cd), *gc = yt__norm_contig(dy, cd);
     yt_tensor *wc = yt__norm_contig(weight, cd);
-    yt_tensor *mc = p->center ? yt__norm_contig(mean, cd) : NULL;
+    /* saved statistics, or none (recomputed) */
+    yt_tensor *mc = rstd && p->center ? yt__norm_contig(mean, cd) : NULL;
     yt_tensor *rc = yt__norm_contig(rstd, cd);
     yt_tensor *dxb = out_buffer(dx, cd);
     yt_status st = YT_OK;
-    if (!xc || !gc || (weight && !wc) || (p->center && !mc) || !rc || (dx && !dxb))
+    if (!xc || !gc || (weight && !wc) || (rstd && p->center && !mc) || (rstd && !rc) ||
+        (dx && !dxb))
         st = yt__last_status();
 
     const int64_t M = p->rows, D = p->row_len, S = p->inner;
@@ -159,7 +161,7 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
         }
         double *o = (double *)yt__data_ptr(buf);
         size_t off = which == 1 && dw ? (size_t)P : 0;
-        for (int64_t j = 0; j < P; j++)
+        for (int64_t j = 0; j < out->numel; j++) /* all of it: P is 0 when S or D is */
             o[j] = 0;
         for (int t = 0; t < nth; t++) {
             const char *mine = scratch + (size_t)t * (size_t)n_acc * (size_t)P * esz;

@@ -65,6 +65,17 @@ FN(dot2)(const NT *dy, const NT *x, const NT *w, int64_t n, double *a, double *b
     *b = tb;
 }
 
+/* Mean (0 when !center) and 1/sqrt(var + eps) of one row; the backward recomputes them with this
+ * same code, so both see the same values. */
+static void
+FN(row_stats)(const NT *xr, const yt__rownorm *p, double *m, double *rs)
+{
+    const int64_t D = p->row_len;
+    *m = p->center ? FN(sum)(xr, D) / (double)D : 0.0;
+    double var = FN(sumsq)(xr, D, (NT)*m) / (double)D;
+    *rs = 1.0 / sqrt(var + p->eps);
+}
+
 /* Rows [r0, r1) of the forward. */
 static void
 FN(forward_rows)(const NT *x, NT *y, NT *mean, NT *rstd, const NT *w, const NT *b,
@@ -74,12 +85,12 @@ FN(forward_rows)(const NT *x, NT *y, NT *mean, NT *rstd, const NT *w, const NT *
     for (int64_t r = r0; r < r1; r++) {
         const NT *xr = x + r * D;
         NT *yr = y + r * D;
-        double m = p->center ? FN(sum)(xr, D) / (double)D : 0.0;
-        double var = FN(sumsq)(xr, D, (NT)m) / (double)D;
-        double rs = 1.0 / sqrt(var + p->eps);
+        double m, rs;
+        FN(row_stats)(xr, p, &m, &rs);
         if (mean)
             mean[r] = (NT)m;
-        rstd[r] = (NT)rs;
+        if (rstd)
+            rstd[r] = (NT)rs;
         const NT *wr = w ? w + (r % p->groups) * K : NULL;
         const NT *br = b ? b + (r % p->groups) * K : NULL;
         const NT mm = (NT)m, rr = (NT)rs;
@@ -116,7 +127,7 @@ FN(forward_rows)(const NT *x, NT *y, NT *mean, NT *rstd, const NT *w, const NT *
 }
 
 /* Rows [r0, r1) of the backward. dwacc/dbacc (length G*K, may be NULL) receive this thread's
- * sums of dy * xhat and dy. */
+ * sums of dy * xhat and dy. mean/rstd NULL: recomputed per row. */
 static void
 FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, const NT *w, NT *dx,
                   NT *dwacc, NT *dbacc, const yt__rownorm *p, int64_t r0, int64_t r1)
@@ -127,7 +138,13 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
         const int64_t base = (r % p->groups) * K;
         const NT *wr = w ? w + base : NULL;
         NT *dwr = dwacc ? dwacc + base : NULL, *dbr = dbacc ? dbacc + base : NULL;
-        const double m = p->center ? (double)mean[r] : 0.0, rs = (double)rstd[r];
+        double m, rs;
+        if (rstd) {
+            m = p->center ? (double)mean[r] : 0.0;
+            rs = (double)rstd[r];
+        } else {
+            FN(row_stats)(xr, p, &m, &rs);
+        }
         const NT mm = (NT)m, rr = (NT)rs;
         double a = 0, bs = 0; /* sum dy*w and sum dy*w*x over the row */
         if (S == 1) {

@@ -1,7 +1,10 @@
 /* Normalization kernels (kernels/cpu/norm_rows.c, batch_norm.c) against naive double-precision
  * references: values, gradients, running statistics with PyTorch's update rule, f32 accuracy
- * far from zero, f16 inputs, strided inputs, zero-size inputs. The generated per-op tests
- * cover the public ops' checks, gradcheck and the PyTorch differential cases. */
+ * far from zero, f16 inputs, strided inputs, zero-size inputs; then the public ops (layer_norm,
+ * group_norm, rms_norm, batch_norm, scaled_dot_product_attention): the checks YAML cannot state,
+ * running statistics through autograd, double backward on shapes beyond the samples. The
+ * generated per-op tests cover the declared checks, gradcheck and the PyTorch differential
+ * cases. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +271,243 @@ Test(norm, zero_size_and_nan)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* The backward kernels recompute each row's (or channel's) statistics with the forward's own
+ * code: the result equals the backward from saved statistics. */
+Test(norm, backward_recomputes_the_saved_statistics)
+{
+    enum { M = 9, D = 33 };
+    static double x[M * D], dy[M * D], w[D];
+    fill(x, M * D, 31, 3);
+    fill(dy, M * D, 32, 0);
+    fill(w, D, 33, 1);
+    int64_t xs[] = {M, D}, ws[] = {D}, ms[] = {M};
+    yt_tensor *tx = from(x, xs, 2, YT_DTYPE_F32), *tdy = from(dy, xs, 2, YT_DTYPE_F32);
+    yt_tensor *tw = from(w, ws, 1, YT_DTYPE_F32), *ty = yt_zeros_like(tx);
+    yt_tensor *tm = yt_zeros(ms, 1), *tr = yt_zeros(ms, 1);
+    yt_tensor *dx[2] = {yt_zeros_like(tx), yt_zeros_like(tx)};
+    yt_tensor *dw[2] = {yt_zeros_like(tw), yt_zeros_like(tw)};
+    yt__rownorm p = {M, D, 1, 1, 1e-5, true};
+    cr_assert_eq(yt__rownorm_forward(ty, tm, tr, tx, tw, NULL, &p), YT_OK);
+    cr_assert_eq(yt__rownorm_backward(dx[0], dw[0], NULL, tdy, tx, tm, tr, tw, &p), YT_OK);
+    cr_assert_eq(yt__rownorm_backward(dx[1], dw[1], NULL, tdy, tx, NULL, NULL, tw, &p), YT_OK);
+    for (int64_t i = 0; i < M * D; i++)
+        cr_assert_float_eq(at(dx[0], i), at(dx[1], i), 1e-6, "dx[%ld]", (long)i);
+    for (int64_t i = 0; i < D; i++)
+        cr_assert_float_eq(at(dw[0], i), at(dw[1], i), 1e-5, "dw[%ld]", (long)i);
+    yt_tensor *all[] = {tx, tdy, tw, ty, tm, tr, dx[0], dx[1], dw[0], dw[1]};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* layer_norm through the public op on a transposed input: the reference's values, and its
+ * gradients of input and weight (the backward kernels) and bias (a sum). */
+Test(norm, layer_norm_public_op)
+{
+    enum { M = 5, D = 7 };
+    static double x[M * D], dy[M * D], w[D], y[M * D], dx[M * D], dw[D], xt[M * D];
+    fill(x, M * D, 41, 0.5);
+    fill(dy, M * D, 42, 0);
+    fill(w, D, 43, 1);
+    ref_layer_norm(x, w, dy, M, D, 1e-5, y, dx, dw);
+    for (int r = 0; r < M; r++)
+        for (int i = 0; i < D; i++)
+            xt[i * M + r] = x[r * D + i];
+    int64_t ts[] = {D, M}, xs[] = {M, D}, ws[] = {D};
+    yt_tensor *base = from(xt, ts, 2, YT_DTYPE_F64), *tx = yt_t(base);
+    yt_tensor *tw = from(w, ws, 1, YT_DTYPE_F64), *tb = yt_zeros_like(tw);
+    yt_tensor *tdy = from(dy, xs, 2, YT_DTYPE_F64);
+    yt_set_requires_grad(tx, true);
+    yt_set_requires_grad(tw, true);
+    yt_set_requires_grad(tb, true);
+    int64_t ns[] = {D};
+    yt_tensor *out = yt_layer_norm_ex(tx, ns, 1, tw, tb, 1e-5, true);
+    cr_assert_not_null(out, "%s", yt_errmsg());
+    cr_assert_eq(yt_backward(out, tdy, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *gx = yt_grad(tx), *gw = yt_grad(tw), *gb = yt_grad(tb);
+    for (int64_t i = 0; i < M * D; i++) {
+        cr_assert_float_eq(at(out, i), y[i], 1e-12, "y[%ld]", (long)i);
+        cr_assert_float_eq(at(gx, i), dx[i], 1e-12, "dx[%ld]", (long)i);
+    }
+    for (int64_t i = 0; i < D; i++) {
+        double sdy = 0;
+        for (int64_t r = 0; r < M; r++)
+            sdy += dy[r * D + i];
+        cr_assert_float_eq(at(gw, i), dw[i], 1e-12, "dw[%ld]", (long)i);
+        cr_assert_float_eq(at(gb, i), sdy, 1e-12, "db[%ld]", (long)i);
+    }
+    yt_tensor *all[] = {base, tx, tw, tb, tdy, out, gx, gw, gb};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* gradcheck and gradgradcheck of the public ops on shapes the samples do not cover. */
+typedef struct norm_case {
+    int op; /* 0 layer_norm, 1 group_norm, 2 rms_norm, 3 batch_norm training, 4 batch_norm eval */
+    int dim;
+    int64_t sizes[4];
+    int64_t affine[2]; /* weight/bias sizes (affine_dim of them) */
+    int affine_dim;
+    bool weight, bias;
+} norm_case;
+
+static yt_tensor *
+norm_fn(yt_tensor *const *in, int n, void *ctx)
+{
+    const norm_case *c = ctx;
+    yt_tensor *w = c->weight ? in[1] : NULL, *b = c->bias ? in[1 + c->weight] : NULL;
+    (void)n;
+    switch (c->op) {
+    case 0:
+        return yt_layer_norm_ex(in[0], c->affine, c->affine_dim, w, b, 1e-5, true);
+    case 1:
+        return yt_group_norm_ex(in[0], 2, w, b, 1e-5, true);
+    case 2: {
+        const double eps = 1e-6;
+        return yt_rms_norm_ex(in[0], c->affine, c->affine_dim, w, &eps);
+    }
+    default: {
+        /* eval: running stats are inputs too (the last two), positive variance */
+        yt_tensor *rm = c->op == 4 ? in[n - 2] : NULL, *rv = c->op == 4 ? in[n - 1] : NULL;
+        return yt_batch_norm(in[0], w, b, rm, rv, c->op == 3, 0.1, 1e-5, false);
+    }
+    }
+}
+
+Test(norm, public_ops_double_backward)
+{
+    static const norm_case cases[] = {
+        {0, 3, {2, 3, 4}, {3, 4}, 2, true, true},  {0, 2, {3, 6}, {6}, 1, false, false},
+        {1, 4, {2, 4, 2, 3}, {4}, 1, true, true},  {1, 3, {3, 6, 2}, {6}, 1, true, false},
+        {2, 3, {2, 2, 5}, {2, 5}, 2, true, false}, {3, 4, {3, 2, 2, 2}, {2}, 1, true, true},
+        {3, 2, {6, 3}, {3}, 1, false, true},       {4, 4, {2, 3, 2, 2}, {3}, 1, true, true},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const norm_case *c = &cases[k];
+        yt_tensor *in[5];
+        int n = 0;
+        double buf[64];
+        fill(buf, 64, 50 + (unsigned)k, 0);
+        in[n++] = from(buf, c->sizes, c->dim, YT_DTYPE_F64);
+        for (int j = 0; j < c->weight + c->bias; j++) {
+            fill(buf, 64, 60 + (unsigned)(k * 2 + j), 1);
+            in[n++] = from(buf, c->affine, c->affine_dim, YT_DTYPE_F64);
+        }
+        if (c->op == 4) {
+            fill(buf, 64, 70 + (unsigned)k, 0);
+            in[n++] = from(buf, c->affine, 1, YT_DTYPE_F64);
+            fill(buf, 64, 80 + (unsigned)k, 2); /* in [1, 3) */
+            in[n++] = from(buf, c->affine, 1, YT_DTYPE_F64);
+        }
+        for (int j = 0; j < n; j++)
+            yt_set_requires_grad(in[j], true);
+        cr_assert_eq(yt_gradcheck(norm_fn, in, n, (void *)c, NULL), YT_OK, "case %zu: %s", k,
+                     yt_errmsg());
+        cr_assert_eq(yt_gradgradcheck(norm_fn, in, n, (void *)c, NULL), YT_OK, "case %zu: %s", k,
+                     yt_errmsg());
+        for (int j = 0; j < n; j++)
+            yt_release(in[j]);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* batch_norm in training through the public op: running statistics are written in place (a new
+ * version), get zero gradients, and mutating them between two forwards does not disturb the
+ * backward of both (they are not saved for it). */
+Test(norm, batch_norm_public_running_stats)
+{
+    double xv[] = {1, 2, 10, 10, 3, 4, 10, 14};
+    int64_t xs[] = {2, 2, 2}, cs[] = {2};
+    yt_tensor *x = from(xv, xs, 3, YT_DTYPE_F64);
+    yt_tensor *rm = yt_zeros_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *rv = yt_ones_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_set_requires_grad(x, true);
+    yt_set_requires_grad(rm, true);
+    uint64_t v0 = yt_tensor_version(rm);
+    yt_tensor *y1 = yt_batch_norm(x, NULL, NULL, rm, rv, true, 0.1, 1e-5, false);
+    cr_assert_not_null(y1, "%s", yt_errmsg());
+    cr_assert_gt(yt_tensor_version(rm), v0, "running_mean is written in place");
+    cr_assert_float_eq(at(rm, 1), 0.1 * 11, 1e-12);
+    cr_assert_float_eq(at(rv, 0), 0.9 + 0.1 * 5.0 / 3.0, 1e-12);
+    yt_tensor *y2 = yt_batch_norm(x, NULL, NULL, rm, rv, true, 0.1, 1e-5, false);
+    cr_assert_float_eq(at(rm, 1), 0.19 * 11, 1e-12);
+    yt_tensor *x2 = yt_mul(y2, y2), *s = yt_add(y1, x2), *loss = yt_sum(s);
+    cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *gx = yt_grad(x), *gm = yt_grad(rm);
+    cr_assert_not_null(gx);
+    cr_assert_not_null(gm, "running_mean gets a (zero) gradient");
+    cr_assert_float_eq(at(gm, 0), 0, 0);
+    cr_assert_float_eq(at(gm, 1), 0, 0);
+    /* d/dx sum(y) is 0 (y sums to 0 per channel); d/dx sum(y^2) = 0 too (sum y^2 is constant
+     * up to eps): the whole gradient is ~0 */
+    for (int i = 0; i < 8; i++)
+        cr_assert_float_eq(at(gx, i), 0, 1e-4, "dx[%d]=%g", i, at(gx, i));
+    yt_tensor *all[] = {x, rm, rv, y1, y2, x2, s, loss, gx, gm};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* rms_norm's default eps is the input dtype's machine epsilon (torch.finfo(dtype).eps). */
+Test(norm, rms_norm_default_eps)
+{
+    double xv[] = {1e-4, -2e-4, 3e-4, 0};
+    int64_t xs[] = {1, 4}, ns[] = {4};
+    yt_dtype dts[] = {YT_DTYPE_F32, YT_DTYPE_F64};
+    double eps[] = {1.1920928955078125e-07, 2.220446049250313e-16};
+    for (int k = 0; k < 2; k++) {
+        yt_tensor *x = from(xv, xs, 2, dts[k]);
+        yt_tensor *a = yt_rms_norm(x, ns, 1), *b = yt_rms_norm_ex(x, ns, 1, NULL, &eps[k]);
+        cr_assert_not_null(a, "%s", yt_errmsg());
+        for (int i = 0; i < 4; i++)
+            cr_assert_float_eq(at(a, i), at(b, i), 0);
+        double ms = (1e-8 + 4e-8 + 9e-8) / 4;
+        cr_assert_float_eq(at(a, 0), 1e-4 / sqrt(ms + eps[k]), 1e-5);
+        yt_release(x);
+        yt_release(a);
+        yt_release(b);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Checks YAML cannot state: whole shapes, divisibility, counts, combinations of arguments. */
+Test(norm, public_op_errors)
+{
+    int64_t xs[] = {2, 6}, x1s[] = {1, 3}, s4[] = {4}, s6[] = {6}, s3[] = {3};
+    yt_tensor *x = yt_ones(xs, 2), *x1 = yt_ones(x1s, 2), *w4 = yt_ones(s4, 1),
+              *w6 = yt_ones(s6, 1), *c3 = yt_ones(s3, 1);
+    cr_assert_null(yt_layer_norm(x, s4, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "layer_norm: normalized_shape [4] does not match the trailing "
+                                  "dims of input of shape [2, 6]");
+    cr_assert_null(yt_layer_norm_ex(x, s6, 1, w6, w4, 1e-5, true));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "layer_norm: bias has shape [4], expected normalized_shape [6]");
+    cr_assert_null(yt_rms_norm_ex(x, s6, 1, w4, NULL));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "rms_norm: weight has shape [4]");
+    cr_assert_null(yt_group_norm(x, 4));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "group_norm: input.size(1)=6 channels do not split into "
+                                  "num_groups=4");
+    cr_assert_null(yt_batch_norm(x1, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, false));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "batch_norm: expected more than 1 value per channel when "
+                                  "training, got input of shape [1, 3]");
+    cr_assert_null(yt_batch_norm_training(x1, NULL, NULL, NULL, NULL, 0.1, 1e-5));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "batch_norm_training: expected more than 1 value per channel");
+    cr_assert_null(yt_batch_norm(x1, NULL, NULL, c3, NULL, false, 0.1, 1e-5, false));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "batch_norm: running_mean and running_var are required");
+    /* backward kernels called directly: grad_out must match input */
+    int64_t a4[] = {2, 1, 6, 1}, b4[] = {2, 1, 3, 2};
+    yt_tensor *xa = yt_ones(a4, 4), *xb = yt_ones(b4, 4);
+    cr_assert_null(yt_row_norm_backward_input(xb, xa, NULL, true, 1e-5));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "row_norm_backward_input: grad_out has shape [2, 1, 3, 2] but "
+                                  "input has shape [2, 1, 6, 1]");
+    cr_assert_null(yt_batch_norm_backward_input(x, x, w4, 1e-5));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "batch_norm_backward_input: weight has shape [4], expected [6]");
+    yt_tensor *all[] = {x, x1, w4, w6, c3, xa, xb};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- scaled_dot_product_attention */
 
 #include "../../kernels/composite/attention.h"
@@ -357,31 +597,6 @@ Test(attention, matches_reference_and_gradcheck)
     cr_assert_null(yt__composite_scaled_dot_product_attention(tq, tk, tv, tkeep, 0, true));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: attn_mask must be None");
     yt_tensor *all[] = {tq, tk, tv, tkeep, tadd};
-    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
-        yt_release(all[j]);
-    YT_ASSERT_NO_LEAKS();
-}
-
-/* The op kernels check their arguments: errors name the op and the argument. */
-Test(norm, kernel_argument_errors)
-{
-    int64_t xs[] = {1, 3}, cs[] = {3}, bad[] = {4}, rs[] = {1};
-    yt_tensor *x = yt_ones(xs, 2), *y = yt_zeros_like(x), *c3 = yt_zeros(cs, 1),
-              *c4 = yt_zeros(bad, 1), *r1 = yt_zeros(rs, 1);
-    cr_assert_eq(yt__cpu_native_batch_norm(y, c3, c3, x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
-                 YT_ERR_VALUE);
-    YT_ASSERT_ERROR(YT_ERR_VALUE,
-                    "native_batch_norm: expected more than 1 value per channel when training");
-    cr_assert_eq(yt__cpu_native_batch_norm(y, c3, c3, x, c4, NULL, NULL, NULL, false, 0.1, 1e-5),
-                 YT_ERR_SHAPE);
-    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_batch_norm: weight has shape [4], expected [3]");
-    int64_t ns[] = {4};
-    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, ns, 1, NULL, NULL, 1e-5), YT_ERR_SHAPE);
-    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_layer_norm: normalized_shape [4] does not match");
-    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, cs, 1, c4, NULL, 1e-5), YT_ERR_SHAPE);
-    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_layer_norm: weight has shape [4]");
-    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, cs, 1, c3, c3, 1e-5), YT_OK);
-    yt_tensor *all[] = {x, y, c3, c4, r1};
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
         yt_release(all[j]);
     YT_ASSERT_NO_LEAKS();

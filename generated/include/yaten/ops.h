@@ -2064,7 +2064,197 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:1132) */
+/* ---- layer_norm (ops.yaml:1124) */
+
+/* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
+ * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
+ * scales by `weight` and shifts by `bias` when given; `cudnn_enable` is ignored.
+ * Uses the defaults weight=None, bias=None, eps=1e-05, cudnn_enable=True; yt_layer_norm_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape,
+                                int normalized_shape_len);
+
+/* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
+ * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
+ * scales by `weight` and shifts by `bias` when given; `cudnn_enable` is ignored.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
+                                   int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
+                                   double eps, bool cudnn_enable);
+
+/* ---- group_norm (ops.yaml:1147) */
+
+/* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
+ * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
+ * channels and spatial positions, then applies the per-channel `weight` and `bias` when given;
+ * `cudnn_enabled` is ignored.
+ * Uses the defaults weight=None, bias=None, eps=1e-05, cudnn_enabled=True; yt_group_norm_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
+
+/* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
+ * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
+ * channels and spatial positions, then applies the per-channel `weight` and `bias` when given;
+ * `cudnn_enabled` is ignored.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
+                                   yt_tensor *bias, double eps, bool cudnn_enabled);
+
+/* ---- rms_norm (ops.yaml:1177) */
+
+/* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+ * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
+ * default the dtype's machine epsilon), then scales by `weight` when given.
+ * Uses the defaults weight=None, eps=None; yt_rms_norm_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
+                              int normalized_shape_len);
+
+/* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+ * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
+ * default the dtype's machine epsilon), then scales by `weight` when given.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
+                                 int normalized_shape_len, yt_tensor *weight, const double *eps);
+
+/* ---- batch_norm (ops.yaml:1198) */
+
+/* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
+ * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
+ * statistics and, when given, updates `running_mean` and `running_var` in place (momentum,
+ * unbiased variance); eval uses the running statistics (differentiable in them). Then applies
+ * `weight` and `bias` when given; `cudnn_enabled` is ignored.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                yt_tensor *running_mean, yt_tensor *running_var, bool training,
+                                double momentum, double eps, bool cudnn_enabled);
+
+/* ---- row_norm (ops.yaml:1237) */
+
+/* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
+ * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
+ * K*S values is normalized (its mean subtracted when `center`, divided by the root of its mean
+ * square plus `eps`), then scaled and shifted by the [G, K] `weight` and `bias` when given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
+                              double eps);
+
+/* ---- batch_norm_training (ops.yaml:1264) */
+
+/* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
+ * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
+ * channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given,
+ * and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance).
+ * The running statistics get zero gradients.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                         yt_tensor *running_mean, yt_tensor *running_var,
+                                         double momentum, double eps);
+
+/* ---- row_norm_backward_input (ops.yaml:1297) */
+
+/* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
+                                             yt_tensor *weight, bool center, double eps);
+
+/* ---- row_norm_backward_weight (ops.yaml:1308) */
+
+/* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
+ * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
+ * over dims 0 and 3.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
+                                              double eps);
+
+/* ---- row_norm_backward_bias (ops.yaml:1320) */
+
+/* row_norm_backward_bias(Tensor grad_out) -> Tensor
+ * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
+
+/* ---- row_norm_double_backward_input (ops.yaml:1330) */
+
+/* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out,
+                                                    yt_tensor *input, yt_tensor *weight,
+                                                    bool center, double eps);
+
+/* ---- row_norm_double_backward_grad_out (ops.yaml:1341) */
+
+/* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
+ * `grad`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
+                                                       yt_tensor *weight, bool center, double eps);
+
+/* ---- batch_norm_backward_input (ops.yaml:1352) */
+
+/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
+ * `input`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
+                                               yt_tensor *weight, double eps);
+
+/* ---- batch_norm_backward_weight (ops.yaml:1363) */
+
+/* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
+ * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
+ * times the normalized input.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
+
+/* ---- batch_norm_backward_bias (ops.yaml:1375) */
+
+/* batch_norm_backward_bias(Tensor grad_out) -> Tensor
+ * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
+
+/* ---- batch_norm_double_backward_input (ops.yaml:1385) */
+
+/* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out,
+                                                      yt_tensor *input, yt_tensor *weight,
+                                                      double eps);
+
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:1396) */
+
+/* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
+ * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
+ * `grad`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
+                                                         yt_tensor *weight, double eps);
+
+/* ---- zeros (ops.yaml:1415) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2079,7 +2269,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1140) */
+/* ---- ones (ops.yaml:1423) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2094,7 +2284,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1148) */
+/* ---- full (ops.yaml:1431) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -2110,7 +2300,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1156) */
+/* ---- zeros_like (ops.yaml:1439) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2118,7 +2308,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1163) */
+/* ---- arange (ops.yaml:1446) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -2134,7 +2324,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1171) */
+/* ---- rand (ops.yaml:1454) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -2149,7 +2339,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1182) */
+/* ---- randn (ops.yaml:1465) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -2164,7 +2354,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1195) */
+/* ---- sum_to (ops.yaml:1478) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2172,7 +2362,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1206) */
+/* ---- sum_backward (ops.yaml:1489) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2181,7 +2371,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1213) */
+/* ---- mean_backward (ops.yaml:1496) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2190,7 +2380,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1220) */
+/* ---- amax_backward (ops.yaml:1503) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2199,7 +2389,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1227) */
+/* ---- permute_backward (ops.yaml:1510) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2207,7 +2397,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1234) */
+/* ---- pow_backward (ops.yaml:1517) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2215,7 +2405,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1241) */
+/* ---- pow_backward_self (ops.yaml:1524) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2223,7 +2413,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1248) */
+/* ---- pow_backward_exponent (ops.yaml:1531) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2232,7 +2422,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1255) */
+/* ---- slice_backward (ops.yaml:1538) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2242,7 +2432,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1263) */
+/* ---- select_backward (ops.yaml:1546) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
