@@ -571,6 +571,11 @@ YT_INTERNAL yt_tensor *yt__composite_batch_norm_double_backward_grad_out(yt_tens
                                                                          yt_tensor *input,
                                                                          yt_tensor *weight,
                                                                          double eps);
+YT_INTERNAL yt_tensor *yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key,
+                                                                  yt_tensor *value,
+                                                                  yt_tensor *attn_mask,
+                                                                  double dropout_p, bool is_causal,
+                                                                  yt_generator *generator);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

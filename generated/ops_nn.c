@@ -483,3 +483,88 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
     }
     return yt__scope_track(result);
 }
+
+/* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1415 */
+yt_tensor *
+yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
+{
+    return yt_scaled_dot_product_attention_ex(query, key, value, NULL, 0.0, false, NULL);
+}
+
+/* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1415 */
+yt_tensor *
+yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
+                                   yt_tensor *attn_mask, double dropout_p, bool is_causal,
+                                   yt_generator *generator)
+{
+    if (query == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (key->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: key is on %s but query is on %s",
+                        yt_device_name(key->device), yt_device_name(query->device));
+    if (value->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: value is on %s but query is on %s",
+                        yt_device_name(value->device), yt_device_name(query->device));
+    if (attn_mask != NULL && attn_mask->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: attn_mask is on %s but query is on %s",
+                        yt_device_name(attn_mask->device), yt_device_name(query->device));
+    if (key->dtype != query->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "scaled_dot_product_attention: key has dtype %s but query has dtype %s",
+                        yt_dtype_name(key->dtype), yt_dtype_name(query->dtype));
+    if (value->dtype != query->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "scaled_dot_product_attention: value has dtype %s but query has dtype %s",
+                        yt_dtype_name(value->dtype), yt_dtype_name(query->dtype));
+    if (!(query->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: query must be at least 2-D, got %d-D",
+                        query->dim);
+    if (!(key->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: key must be at least 2-D, got %d-D",
+                        key->dim);
+    if (!(value->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: value must be at least 2-D, got %d-D",
+                        value->dim);
+    if (!(key->sizes[key->dim - 1] == query->sizes[query->dim - 1]))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention: key.size(-1)=%lld does not match query.size(-1)=%lld",
+            (long long)key->sizes[key->dim - 1], (long long)query->sizes[query->dim - 1]);
+    if (!(value->sizes[value->dim - 2] == key->sizes[key->dim - 2]))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention: value.size(-2)=%lld does not match key.size(-2)=%lld",
+            (long long)value->sizes[value->dim - 2], (long long)key->sizes[key->dim - 2]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_scaled_dot_product_attention(query, key, value, attn_mask,
+                                                                   dropout_p, is_causal, generator);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

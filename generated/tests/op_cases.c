@@ -9947,7 +9947,111 @@ error_batch_norm_double_backward_grad_out_1096(yt_tensor *const *inputs, void *c
 }
 
 static yt_tensor *
-call_zeros_1097(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1097(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1098(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1099(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1100(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1101(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1102(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1103(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1104(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1105(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1106(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1107(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1108(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1109(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_zeros_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9956,7 +10060,7 @@ call_zeros_1097(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1098(yt_tensor *const *inputs, void *ctx)
+call_ones_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9965,7 +10069,7 @@ call_ones_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1099(yt_tensor *const *inputs, void *ctx)
+call_full_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9974,7 +10078,7 @@ call_full_1099(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1100(yt_tensor *const *inputs, void *ctx)
+call_arange_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9982,7 +10086,7 @@ call_arange_1100(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1101(yt_tensor *const *inputs, void *ctx)
+call_rand_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9991,7 +10095,7 @@ call_rand_1101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1102(yt_tensor *const *inputs, void *ctx)
+error_rand_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10000,7 +10104,7 @@ error_rand_1102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1103(yt_tensor *const *inputs, void *ctx)
+call_randn_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10009,7 +10113,7 @@ call_randn_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1104(yt_tensor *const *inputs, void *ctx)
+error_randn_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10018,7 +10122,7 @@ error_randn_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1105(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10026,7 +10130,7 @@ call_sum_to_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1106(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10034,7 +10138,7 @@ call_sum_to_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1107(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -15136,10 +15240,116 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1097,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 1",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "attn_mask",
+                      .dim = 2,
+                      .sizes = {3, 5},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_scaled_dot_product_attention_1098,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "attn_mask",
+                      .dim = 2,
+                      .sizes = {3, 5},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_scaled_dot_product_attention_1099,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1100,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1101,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1102,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:1433 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1103,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:1415 sample 0",
+        .where = "ops.yaml:1445 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1097,
+        .call = call_zeros_1110,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15147,9 +15357,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1423 sample 0",
+        .where = "ops.yaml:1453 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1098,
+        .call = call_ones_1111,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15157,9 +15367,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1431 sample 0",
+        .where = "ops.yaml:1461 sample 0",
         .n_inputs = 0,
-        .call = call_full_1099,
+        .call = call_full_1112,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15167,9 +15377,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1446 sample 0",
+        .where = "ops.yaml:1476 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1100,
+        .call = call_arange_1113,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15177,9 +15387,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1454 sample 0",
+        .where = "ops.yaml:1484 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1101,
+        .call = call_rand_1114,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15187,9 +15397,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1465 sample 0",
+        .where = "ops.yaml:1495 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1103,
+        .call = call_randn_1116,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15197,10 +15407,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1484 sample 0",
+        .where = "ops.yaml:1514 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1105,
+        .call = call_sum_to_1118,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15208,10 +15418,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1484 sample 1",
+        .where = "ops.yaml:1514 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1106,
+        .call = call_sum_to_1119,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16968,27 +17178,93 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1421: query.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1104,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1423: key.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1105,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1425: value.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1106,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1427: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1107,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1429: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1108,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:1415: dtype of query",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1109,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:1459: is_floating(result_dtype)",
+        .what = "ops.yaml:1489: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1102,
+        .call = error_rand_1115,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1470: is_floating(result_dtype)",
+        .what = "ops.yaml:1500: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1104,
+        .call = error_randn_1117,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1478: dtype of self",
+        .what = "ops.yaml:1508: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1107,
+        .call = error_sum_to_1120,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

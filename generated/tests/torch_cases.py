@@ -2437,24 +2437,85 @@ def case_421(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_422():
-    """zeros (ops.yaml:1415 sample 0)"""
+def case_422(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 0)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_423(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 1)"""
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_424(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 2)"""
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_425(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 3)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = True
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_426(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 4)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_427(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_428(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:1433 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_429():
+    """zeros (ops.yaml:1445 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_423():
-    """ones (ops.yaml:1423 sample 0)"""
+def case_430():
+    """ones (ops.yaml:1453 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_424():
-    """full (ops.yaml:1431 sample 0)"""
+def case_431():
+    """full (ops.yaml:1461 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2462,8 +2523,8 @@ def case_424():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_425():
-    """arange (ops.yaml:1446 sample 0)"""
+def case_432():
+    """arange (ops.yaml:1476 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2472,30 +2533,30 @@ def case_425():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_426():
-    """rand (ops.yaml:1454 sample 0)"""
+def case_433():
+    """rand (ops.yaml:1484 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_427():
-    """randn (ops.yaml:1465 sample 0)"""
+def case_434():
+    """randn (ops.yaml:1495 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_428(self):
-    """sum_to (ops.yaml:1484 sample 0)"""
+def case_435(self):
+    """sum_to (ops.yaml:1514 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_429(self):
-    """sum_to (ops.yaml:1484 sample 1)"""
+def case_436(self):
+    """sum_to (ops.yaml:1514 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3767,28 +3828,49 @@ CASES = [
     dict(op="batch_norm_training", where="ops.yaml:1290 sample 1", fn=case_421, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1415 sample 0", fn=case_422, tensors=[],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 0", fn=case_422, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 1", fn=case_423, tensors=["query", "key", "value", "attn_mask"],
+         free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 2", fn=case_424, tensors=["query", "key", "value", "attn_mask"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 3", fn=case_425, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 4", fn=case_426, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 5", fn=case_427, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 6", fn=case_428, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:1445 sample 0", fn=case_429, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1423 sample 0", fn=case_423, tensors=[],
+    dict(op="ones", where="ops.yaml:1453 sample 0", fn=case_430, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1431 sample 0", fn=case_424, tensors=[],
+    dict(op="full", where="ops.yaml:1461 sample 0", fn=case_431, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1446 sample 0", fn=case_425, tensors=[],
+    dict(op="arange", where="ops.yaml:1476 sample 0", fn=case_432, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1454 sample 0", fn=case_426, tensors=[],
+    dict(op="rand", where="ops.yaml:1484 sample 0", fn=case_433, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1465 sample 0", fn=case_427, tensors=[],
+    dict(op="randn", where="ops.yaml:1495 sample 0", fn=case_434, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1484 sample 0", fn=case_428, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1514 sample 0", fn=case_435, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1484 sample 1", fn=case_429, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1514 sample 1", fn=case_436, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -5,11 +5,13 @@
  *   bool attn_mask: scores where the mask is false become -inf; float mask: added to scores
  *   out = softmax(scores, -1) @ value
  * The softmax subtracts the detached row maximum (exact: softmax is shift-invariant). A row with
- * every score masked gives NaN, as PyTorch's math path does. dropout_p > 0 waits for the
- * Generator argument kind. */
+ * every score masked gives NaN, as PyTorch's math path does. dropout_p > 0 is refused until a
+ * dropout op is on main (it would drop attention weights with `generator`). The generated
+ * function checked ranks and the matching sizes of E and S. */
 #include <math.h>
 
-#include "attention.h"
+#include "internal.h"
+#include "kernels.h"
 
 static yt_tensor *
 neg_inf_like(yt_tensor *t)
@@ -32,32 +34,33 @@ causal_hidden(int64_t L, int64_t S)
     return hidden;
 }
 
+/* Whether a mask of `mshape` broadcasts to the scores' shape without growing it. */
+static bool
+mask_fits(const yt_tensor *mask, const yt_tensor *scores)
+{
+    const int64_t *ms = yt_tensor_sizes(mask), *ss = yt_tensor_sizes(scores);
+    int md = yt_tensor_dim(mask), sd = yt_tensor_dim(scores);
+    if (md > sd)
+        return false;
+    for (int i = 1; i <= md; i++)
+        if (ms[md - i] != 1 && ms[md - i] != ss[sd - i])
+            return false;
+    return true;
+}
+
 yt_tensor *
 yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value,
-                                           yt_tensor *attn_mask, double dropout_p, bool is_causal)
+                                           yt_tensor *attn_mask, double dropout_p, bool is_causal,
+                                           yt_generator *generator)
 {
     const char *op = "scaled_dot_product_attention";
-    if (!query || !key || !value)
-        return yt__null_arg(op, !query ? "query" : !key ? "key" : "value");
-    int dq = yt_tensor_dim(query), dk = yt_tensor_dim(key), dv = yt_tensor_dim(value);
-    if (dq < 2 || dk < 2 || dv < 2)
-        return yt__fail(YT_ERR_SHAPE,
-                        "%s: query, key and value must be at least 2-D, got %d-D, %d-D and %d-D",
-                        op, dq, dk, dv);
+    (void)generator; /* for dropout, once it is supported */
+    int dq = yt_tensor_dim(query), dk = yt_tensor_dim(key);
     int64_t E = yt_tensor_size(query, dq - 1);
-    if (yt_tensor_size(key, dk - 1) != E)
-        return yt__fail(YT_ERR_SHAPE, "%s: key.size(-1)=%lld must equal query.size(-1)=%lld", op,
-                        (long long)yt_tensor_size(key, dk - 1), (long long)E);
-    if (yt_tensor_size(value, dv - 2) != yt_tensor_size(key, dk - 2))
-        return yt__fail(YT_ERR_SHAPE, "%s: value.size(-2)=%lld must equal key.size(-2)=%lld", op,
-                        (long long)yt_tensor_size(value, dv - 2),
-                        (long long)yt_tensor_size(key, dk - 2));
     if (!(dropout_p >= 0 && dropout_p <= 1))
         return yt__fail(YT_ERR_VALUE, "%s: dropout_p=%g must be in [0, 1]", op, dropout_p);
     if (dropout_p > 0)
-        return yt__fail(YT_ERR_VALUE,
-                        "%s: dropout_p=%g > 0 is not implemented yet (needs a generator)", op,
-                        dropout_p);
+        return yt__fail(YT_ERR_VALUE, "%s: dropout_p=%g > 0 is not supported yet", op, dropout_p);
     if (is_causal && attn_mask != NULL)
         return yt__fail(YT_ERR_VALUE, "%s: attn_mask must be None when is_causal=True", op);
     if (attn_mask != NULL && yt_tensor_dtype(attn_mask) != YT_DTYPE_BOOL &&
@@ -71,6 +74,15 @@ yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_
     yt_tensor *scores = yt_mul_scalar(raw, yt_float(E > 0 ? 1.0 / sqrt((double)E) : 1.0));
     yt_release(kt);
     yt_release(raw);
+    if (scores != NULL && attn_mask != NULL && !mask_fits(attn_mask, scores)) {
+        char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+        yt__fail(
+            YT_ERR_SHAPE, "%s: attn_mask of shape %s does not broadcast to the scores' shape %s",
+            op, yt__format_sizes(a, sizeof a, yt_tensor_sizes(attn_mask), yt_tensor_dim(attn_mask)),
+            yt__format_sizes(b, sizeof b, yt_tensor_sizes(scores), yt_tensor_dim(scores)));
+        yt_release(scores);
+        return NULL;
+    }
     if (is_causal || (attn_mask != NULL && yt_tensor_dtype(attn_mask) == YT_DTYPE_BOOL)) {
         yt_tensor *ninf = scores ? neg_inf_like(scores) : NULL, *masked = NULL;
         if (is_causal) {

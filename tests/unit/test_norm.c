@@ -510,8 +510,6 @@ Test(norm, public_op_errors)
 
 /* ---------------------------------------------------------------- scaled_dot_product_attention */
 
-#include "../../kernels/composite/attention.h"
-
 /* Naive attention for one batch entry: q [L, E], k [S, E], v [S, F]; mask kind 0 none,
  * 1 causal, 2 bool (keep[l][s]), 3 float (add[l][s]). */
 static void
@@ -553,7 +551,7 @@ sdpa_fn(yt_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     sdpa_ctx *c = ctx;
-    return yt__composite_scaled_dot_product_attention(in[0], in[1], in[2], c->mask, 0.0, c->causal);
+    return yt_scaled_dot_product_attention_ex(in[0], in[1], in[2], c->mask, 0.0, c->causal, NULL);
 }
 
 Test(attention, matches_reference_and_gradcheck)
@@ -592,11 +590,22 @@ Test(attention, matches_reference_and_gradcheck)
             yt_set_requires_grad(in[i], false);
     }
     /* errors name the op and the argument */
-    cr_assert_null(yt__composite_scaled_dot_product_attention(tq, tv, tv, NULL, 0, false));
-    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: key.size(-1)=2");
-    cr_assert_null(yt__composite_scaled_dot_product_attention(tq, tk, tv, tkeep, 0, true));
+    cr_assert_null(yt_scaled_dot_product_attention(tq, tv, tv));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: key.size(-1)=2 does not match "
+                                  "query.size(-1)=5");
+    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, tkeep, 0, true, NULL));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: attn_mask must be None");
-    yt_tensor *all[] = {tq, tk, tv, tkeep, tadd};
+    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, NULL, 0.5, false, NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: dropout_p=0.5 > 0 is not "
+                                  "supported yet");
+    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, tq, 0, false, NULL));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: attn_mask of shape [2, 3, 5] "
+                                  "does not broadcast to the scores' shape [2, 3, 4]");
+    yt_tensor *i64 = yt_to(tadd, YT_DTYPE_I64);
+    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, i64, 0, false, NULL));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "scaled_dot_product_attention: attn_mask has dtype i64, "
+                                  "expected bool or f64");
+    yt_tensor *all[] = {tq, tk, tv, tkeep, tadd, i64};
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
         yt_release(all[j]);
     YT_ASSERT_NO_LEAKS();
