@@ -43,23 +43,42 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
     """One entry of generated/tests/torch_cases.py."""
     # The tensors the case passes (an optional tensor the sample leaves out is None).
     tensors = [a for a in op.schema.args if a.kind == "tensor" and sample.get(a.name) is not None]
+    names, specs = [], []  # the function's parameters: one per case input (Tensor[] elements: NAME_i)
     locals_ = []
     for a in op.schema.args:
+        if a.kind == "tensor" and sample.get(a.name) is not None:
+            names.append(a.name)
+            specs.append(sample[a.name])
+        elif a.kind == "tensorlist":
+            elems = []
+            for i, x in enumerate(sample.get(a.name) or []):
+                if x is None:
+                    elems.append("None")
+                    continue
+                names.append(f"{a.name}_{i}")
+                specs.append(x)
+                elems.append(f"{a.name}_{i}")
+            locals_.append(f"{a.name} = [{', '.join(elems)}]")
+    for a in op.schema.args:
+        if a.kind == "tensorlist":
+            continue
         if a.kind == "tensor":
             if sample.get(a.name) is None:
                 locals_.append(f"{a.name} = None")
             continue
         value = sample[a.name] if a.name in sample else a.default
         locals_.append(f"{a.name} = {_py_value(a, value)}")
-    free = [t.name for t in tensors if "dtype" not in sample[t.name]]
+    is_free = ["dtype" not in spec for spec in specs]
+    owners = [n.rsplit("_", 1)[0] if op.schema.arg(n) is None else n for n in names]
+    free = [o for o, f in zip(owners, is_free) if f]
     dtypes = [d for d in DTYPES if all(d in op.dtypes.get(t, DTYPES) for t in free)] if free else []
     return {
         "index": index,
         "fn": f"case_{index}",
         "op": op.schema.full_name,
         "where": where,
-        "tensors": [t.name for t in tensors],
-        "free": [t.name in free for t in tensors],
+        "tensors": names,
+        "free": is_free,
         "dtypes": dtypes,
         # an op taking a Generator is compared only when its entry gives a deterministic reference
         "random": op.torch_ref is None and any(a.kind == "generator" for a in op.schema.args),

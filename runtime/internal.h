@@ -345,6 +345,26 @@ YT_INTERNAL yt_tensor *yt__saved_unpack(yt_saved *saved, yt_node *owner, const c
 YT_INTERNAL void yt__saved_release(yt_saved *saved);
 /* yt__saved_unpack for a Tensor? argument: NULL without an error when it was saved as None. */
 YT_INTERNAL yt_tensor *yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name);
+/* A Tensor[] argument saved element by element (NULL elements stay None): *saved becomes an array
+ * of n, freed by yt__saved_list_release. */
+YT_INTERNAL yt_status yt__saved_list_init(yt_saved **saved, yt_tensor *const *ts, int n);
+/* A malloc'd array of n new references (NULL for None elements), or NULL with the error set;
+ * release it with yt__release_list. */
+YT_INTERNAL yt_tensor **yt__saved_list_unpack(yt_saved *saved, int n, yt_node *owner,
+                                              const char *name);
+YT_INTERNAL void yt__saved_list_release(yt_saved **saved, int n);
+/* Releases n tensors and frees the array holding them (NULL: nothing). */
+YT_INTERNAL void yt__release_list(yt_tensor **ts, int n);
+/* True when the node needs the gradient of any of its inputs start .. start + n - 1 (the elements
+ * of a Tensor[] argument). */
+static inline bool
+yt__needs_any_grad(const yt_node *node, int start, int n)
+{
+    for (int i = start; i < start + n; i++)
+        if (node->needs_grad[i])
+            return true;
+    return false;
+}
 
 /* ---------------------------------------------------------------- random numbers */
 
@@ -369,6 +389,24 @@ YT_INTERNAL void yt__philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
 YT_INTERNAL yt_tensor *yt__null_arg(const char *op, const char *arg);
 /* The same for functions returning yt_status: the recorded (or new) error code. */
 YT_INTERNAL yt_status yt__null_status(const char *op, const char *arg);
+/* -1, the error return of functions returning a count (-> Tensor[] ops):
+ * `return yt__count_error(yt__fail_status(...));` */
+static inline int64_t
+yt__count_error(yt_status status)
+{
+    (void)status;
+    return -1;
+}
+/* For -> Tensor[] composites: YT_OK when `count` pieces fit in out_capacity (or out is NULL: only
+ * counting); otherwise records "OP: out_capacity=1 is too small for the 3 results" (YT_ERR_VALUE). */
+static inline yt_status
+yt__check_capacity(const char *op, int64_t count, yt_tensor **out, int64_t out_capacity)
+{
+    if (out == NULL || count <= out_capacity)
+        return YT_OK;
+    return yt__fail_status(YT_ERR_VALUE, "%s: out_capacity=%lld is too small for the %lld results",
+                           op, (long long)out_capacity, (long long)count);
+}
 /* The recorded error code, or YT_ERR_INTERNAL when a NULL arrived without one. */
 YT_INTERNAL yt_status yt__last_status(void);
 /* A contiguous copy of `t` converted to `dtype`, outside autograd (inputs of kernels). */

@@ -154,7 +154,7 @@ static void
 run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir, FILE *meta)
 {
     uint64_t state = 0x9e3779b97f4a7c15ull;
-    yt_tensor *inputs[4] = {0};
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS] = {0};
     yt_tensor *out = NULL, *gout = NULL;
     for (int i = 0; i < c->n_inputs; i++) {
         const yt_case_tensor *spec = &c->inputs[i];
