@@ -8,7 +8,9 @@
 
 #include "norm.h"
 
-#define NORM_BLOCK 2048
+#define NORM_BLOCK  2048
+#define NORM_VBYTES 32 /* one AVX register */
+#define NORM_TILE   8  /* rows whose statistics are computed together */
 
 #define NT     float
 #define FN(fn) fn##_f32

@@ -1,8 +1,32 @@
 /* Typed loops of the row-normalisation engine (norm_rows.c includes this once per compute
  * type, with NT = float or double and FN(name) giving each function a per-type name).
  *
- * Sums run in NT lanes inside blocks of NORM_BLOCK elements (so the loops vectorise) and in
- * double across blocks, which keeps long rows accurate. */
+ * Sums run in NT inside blocks of NORM_BLOCK elements and in double across blocks, which keeps
+ * long rows accurate. Inside a block they go into several vector accumulators, so no add waits
+ * for the one before (a single running sum is bound by the add latency when the row is in
+ * cache). */
+
+/* NORM_LANES values of NT in one vector register (GCC/Clang vector extension). */
+typedef NT FN(vec) __attribute__((vector_size(NORM_VBYTES)));
+#define VL ((int64_t)(NORM_VBYTES / sizeof(NT)))
+
+static inline FN(vec) FN(load)(const NT *p)
+{
+    FN(vec) v;
+    memcpy(&v, p, sizeof v); /* unaligned */
+    return v;
+}
+
+/* The lanes of four accumulators, added. */
+static inline NT
+FN(hsum)(FN(vec) a0, FN(vec) a1, FN(vec) a2, FN(vec) a3)
+{
+    FN(vec) a = (a0 + a1) + (a2 + a3);
+    NT s = 0;
+    for (int k = 0; k < VL; k++)
+        s += a[k];
+    return s;
+}
 
 /* sum of x[0..n) */
 static double
@@ -10,10 +34,17 @@ FN(sum)(const NT *x, int64_t n)
 {
     double total = 0;
     for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        NT s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t i = i0; i < e; i++)
+        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        int64_t i = i0;
+        FN(vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (; i + 4 * VL <= e; i += 4 * VL) {
+            a0 += FN(load)(x + i);
+            a1 += FN(load)(x + i + VL);
+            a2 += FN(load)(x + i + 2 * VL);
+            a3 += FN(load)(x + i + 3 * VL);
+        }
+        NT s = FN(hsum)(a0, a1, a2, a3);
+        for (; i < e; i++)
             s += x[i];
         total += s;
     }
@@ -26,10 +57,19 @@ FN(sumsq)(const NT *x, int64_t n, NT m)
 {
     double total = 0;
     for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        NT s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t i = i0; i < e; i++)
+        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        int64_t i = i0;
+        FN(vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (; i + 4 * VL <= e; i += 4 * VL) {
+            FN(vec) d0 = FN(load)(x + i) - m, d1 = FN(load)(x + i + VL) - m;
+            FN(vec) d2 = FN(load)(x + i + 2 * VL) - m, d3 = FN(load)(x + i + 3 * VL) - m;
+            a0 += d0 * d0;
+            a1 += d1 * d1;
+            a2 += d2 * d2;
+            a3 += d3 * d3;
+        }
+        NT s = FN(hsum)(a0, a1, a2, a3);
+        for (; i < e; i++)
             s += (x[i] - m) * (x[i] - m);
         total += s;
     }
@@ -42,21 +82,26 @@ FN(dot2)(const NT *dy, const NT *x, const NT *w, int64_t n, double *a, double *b
 {
     double ta = 0, tb = 0;
     for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        NT sa = 0, sb = 0;
-        if (w) {
-#pragma omp simd reduction(+ : sa, sb)
-            for (int64_t i = i0; i < e; i++) {
-                NT g = dy[i] * w[i];
-                sa += g;
-                sb += g * x[i];
+        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        int64_t i = i0;
+        FN(vec) a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
+        for (; i + 2 * VL <= e; i += 2 * VL) {
+            FN(vec) g0 = FN(load)(dy + i), g1 = FN(load)(dy + i + VL);
+            if (w) {
+                g0 *= FN(load)(w + i);
+                g1 *= FN(load)(w + i + VL);
             }
-        } else {
-#pragma omp simd reduction(+ : sa, sb)
-            for (int64_t i = i0; i < e; i++) {
-                sa += dy[i];
-                sb += dy[i] * x[i];
-            }
+            a0 += g0;
+            a1 += g1;
+            b0 += g0 * FN(load)(x + i);
+            b1 += g1 * FN(load)(x + i + VL);
+        }
+        const FN(vec) zero = {0};
+        NT sa = FN(hsum)(a0, a1, zero, zero), sb = FN(hsum)(b0, b1, zero, zero);
+        for (; i < e; i++) {
+            NT g = w ? dy[i] * w[i] : dy[i];
+            sa += g;
+            sb += g * x[i];
         }
         ta += sa;
         tb += sb;
@@ -65,15 +110,22 @@ FN(dot2)(const NT *dy, const NT *x, const NT *w, int64_t n, double *a, double *b
     *b = tb;
 }
 
-/* Mean (0 when !center) and 1/sqrt(var + eps) of one row; the backward recomputes them with this
- * same code, so both see the same values. */
+/* Mean (0 when !center) and 1/sqrt(var + eps) of rows [r, r + n), n <= NORM_TILE: the sums row
+ * by row, then the square roots together (independent of each other, so they overlap instead
+ * of every row waiting for its own). The backward recomputes them with this same code, so both
+ * see the same values. */
 static void
-FN(row_stats)(const NT *xr, const yt__rownorm *p, double *m, double *rs)
+FN(tile_stats)(const NT *x, const yt__rownorm *p, int64_t r, int n, double *m, double *rs)
 {
     const int64_t D = p->row_len;
-    *m = p->center ? FN(sum)(xr, D) / (double)D : 0.0;
-    double var = FN(sumsq)(xr, D, (NT)*m) / (double)D;
-    *rs = 1.0 / sqrt(var + p->eps);
+    double var[NORM_TILE];
+    for (int t = 0; t < n; t++) {
+        const NT *xr = x + (r + t) * D;
+        m[t] = p->center ? FN(sum)(xr, D) / (double)D : 0.0;
+        var[t] = FN(sumsq)(xr, D, (NT)m[t]) / (double)D;
+    }
+    for (int t = 0; t < n; t++)
+        rs[t] = 1.0 / sqrt(var[t] + p->eps);
 }
 
 /* Rows [r0, r1) of the forward. */
@@ -82,11 +134,14 @@ FN(forward_rows)(const NT *x, NT *y, NT *mean, NT *rstd, const NT *w, const NT *
                  const yt__rownorm *p, int64_t r0, int64_t r1)
 {
     const int64_t D = p->row_len, S = p->inner, K = S > 0 ? D / S : 0;
+    double tm[NORM_TILE], trs[NORM_TILE];
     for (int64_t r = r0; r < r1; r++) {
+        const int t = (int)((r - r0) % NORM_TILE);
+        if (t == 0)
+            FN(tile_stats)(x, p, r, r1 - r < NORM_TILE ? (int)(r1 - r) : NORM_TILE, tm, trs);
         const NT *xr = x + r * D;
         NT *yr = y + r * D;
-        double m, rs;
-        FN(row_stats)(xr, p, &m, &rs);
+        const double m = tm[t], rs = trs[t];
         if (mean)
             mean[r] = (NT)m;
         if (rstd)
@@ -133,6 +188,7 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
                   NT *dwacc, NT *dbacc, const yt__rownorm *p, int64_t r0, int64_t r1)
 {
     const int64_t D = p->row_len, S = p->inner, K = S > 0 ? D / S : 0;
+    double tm[NORM_TILE], trs[NORM_TILE];
     for (int64_t r = r0; r < r1; r++) {
         const NT *xr = x + r * D, *gr = dy + r * D;
         const int64_t base = (r % p->groups) * K;
@@ -143,7 +199,11 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
             m = p->center ? (double)mean[r] : 0.0;
             rs = (double)rstd[r];
         } else {
-            FN(row_stats)(xr, p, &m, &rs);
+            const int t = (int)((r - r0) % NORM_TILE);
+            if (t == 0)
+                FN(tile_stats)(x, p, r, r1 - r < NORM_TILE ? (int)(r1 - r) : NORM_TILE, tm, trs);
+            m = tm[t];
+            rs = trs[t];
         }
         const NT mm = (NT)m, rr = (NT)rs;
         double a = 0, bs = 0; /* sum dy*w and sum dy*w*x over the row */
@@ -208,3 +268,5 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
         }
     }
 }
+
+#undef VL

@@ -111,6 +111,35 @@ Test(norm, layer_norm_matches_reference_f64_and_f32)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Rows longer than one summation block (2048) with a ragged tail, rows not a multiple of the
+ * statistics tile: the blocked, vectorised sums agree with the reference. */
+Test(norm, layer_norm_long_rows)
+{
+    enum { M = 11, D = 4099 };
+    static double x[M * D], dy[M * D], w[D], y[M * D], dx[M * D], dw[D];
+    fill(x, M * D, 91, 0.25);
+    fill(dy, M * D, 92, 0);
+    fill(w, D, 93, 1);
+    ref_layer_norm(x, w, dy, M, D, 1e-5, y, dx, dw);
+    int64_t xs[] = {M, D}, ws[] = {D};
+    yt_tensor *tx = from(x, xs, 2, YT_DTYPE_F64), *tdy = from(dy, xs, 2, YT_DTYPE_F64);
+    yt_tensor *tw = from(w, ws, 1, YT_DTYPE_F64);
+    yt_tensor *ty = yt_zeros_like(tx), *tdx = yt_zeros_like(tx), *tdw = yt_zeros_like(tw);
+    yt__rownorm p = {M, D, 1, 1, 1e-5, true};
+    cr_assert_eq(yt__rownorm_forward(ty, NULL, NULL, tx, tw, NULL, &p), YT_OK);
+    cr_assert_eq(yt__rownorm_backward(tdx, tdw, NULL, tdy, tx, NULL, NULL, tw, &p), YT_OK);
+    for (int64_t i = 0; i < M * D; i += 17) {
+        cr_assert_float_eq(at(ty, i), y[i], 1e-11, "y[%ld]", (long)i);
+        cr_assert_float_eq(at(tdx, i), dx[i], 1e-11, "dx[%ld]", (long)i);
+    }
+    for (int64_t i = 0; i < D; i += 7)
+        cr_assert_float_eq(at(tdw, i), dw[i], 1e-11, "dw[%ld]", (long)i);
+    yt_tensor *all[] = {tx, tdy, tw, ty, tdx, tdw};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* f32 rows far from zero: the two-pass variance keeps full accuracy (a one-pass E[x^2] - E[x]^2
  * in float would lose every digit at 1e4). */
 Test(norm, layer_norm_f32_far_from_zero)
