@@ -192,9 +192,6 @@ $(BUILD)/bench/%_torch: bench/%_torch.cpp
 	$(QUIET_LINK)g++ -std=c++17 -O2 -I/usr/include/torch/csrc/api/include $< -o $@ \
 	  -ltorch -ltorch_cpu -lc10
 
-# bench/norm.c times the norm kernels below the op layer, so it sees the internal headers.
-$(BUILD)/bench/norm: CPPFLAGS_TEST += -Iruntime -Igenerated -Ikernels/cpu
-
 $(BUILD)/bench/%: bench/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
