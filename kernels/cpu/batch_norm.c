@@ -12,64 +12,33 @@
 #include "kernels.h"
 #include "norm.h"
 
-#define BN_BLOCK 2048
+#define NORM_BLOCK  2048
+#define NORM_VBYTES 32 /* one AVX register */
 
-#define BN_SUMS(NT, SUF)                                                                           \
-    /* sum of x and of (x - m)^2 over one run */                                                   \
-    static double sum_##SUF(const NT *x, int64_t n)                                                \
-    {                                                                                              \
-        double total = 0;                                                                          \
-        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
-            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
-            NT s = 0;                                                                              \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = i0; i < e; i++) s += x[i];       \
-            total += s;                                                                            \
-        }                                                                                          \
-        return total;                                                                              \
-    }                                                                                              \
-    static double sumsq_##SUF(const NT *x, int64_t n, NT m)                                        \
-    {                                                                                              \
-        double total = 0;                                                                          \
-        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
-            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
-            NT s = 0;                                                                              \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = i0; i < e; i++) s +=             \
-                (x[i] - m) * (x[i] - m);                                                           \
-            total += s;                                                                            \
-        }                                                                                          \
-        return total;                                                                              \
-    }                                                                                              \
-    /* sum of g and of g * (x - m) over one run */                                                 \
-    static void sums_bwd_##SUF(const NT *g, const NT *x, int64_t n, NT m, double *sg, double *sgx) \
-    {                                                                                              \
-        double a = 0, b = 0;                                                                       \
-        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
-            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
-            NT s = 0, t = 0;                                                                       \
-            _Pragma("omp simd reduction(+ : s, t)") for (int64_t i = i0; i < e; i++)               \
-            {                                                                                      \
-                s += g[i];                                                                         \
-                t += g[i] * (x[i] - m);                                                            \
-            }                                                                                      \
-            a += s;                                                                                \
-            b += t;                                                                                \
-        }                                                                                          \
-        *sg += a;                                                                                  \
-        *sgx += b;                                                                                 \
-    }                                                                                              \
-    /* y = x * a + b over one run */                                                               \
+/* y = x * a + b and dx = k * g + c2 * x + c3 over one run */
+#define BN_LOOPS(NT, SUF)                                                                          \
     static void axpb_##SUF(NT *y, const NT *x, int64_t n, NT a, NT b)                              \
     {                                                                                              \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] * a + b;                   \
     }                                                                                              \
-    /* dx = k * g + c2 * x + c3 over one run */                                                    \
     static void dx_##SUF(NT *dx, const NT *g, const NT *x, int64_t n, NT k, NT c2, NT c3)          \
     {                                                                                              \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] = k * g[i] + c2 * x[i] + c3;     \
     }
 
-BN_SUMS(float, f32)
-BN_SUMS(double, f64)
+#define NT     float
+#define FN(fn) fn##_f32
+#include "norm_sums_impl.h"
+BN_LOOPS(float, f32)
+#undef NT
+#undef FN
+
+#define NT     double
+#define FN(fn) fn##_f64
+#include "norm_sums_impl.h"
+BN_LOOPS(double, f64)
+#undef NT
+#undef FN
 
 /* Geometry of [N, C, S], and the values per channel N * S. */
 typedef struct bn_geom {
@@ -292,11 +261,11 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
             for (int64_t n = 0; need_sums && n < N; n++) {
                 int64_t o = (n * C + c) * S;
                 if (cd == YT_DTYPE_F64)
-                    sums_bwd_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
-                                 &sgx[c]);
+                    dotc_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
+                             &sgx[c]);
                 else
-                    sums_bwd_f32((const float *)gd + o, (const float *)xd + o, S, (float)mean[c],
-                                 &sg[c], &sgx[c]);
+                    dotc_f32((const float *)gd + o, (const float *)xd + o, S, (float)mean[c],
+                             &sg[c], &sgx[c]);
             }
             if (dxd == NULL)
                 continue;

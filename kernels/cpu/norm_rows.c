@@ -14,12 +14,14 @@
 
 #define NT     float
 #define FN(fn) fn##_f32
+#include "norm_sums_impl.h"
 #include "norm_rows_impl.h"
 #undef NT
 #undef FN
 
 #define NT     double
 #define FN(fn) fn##_f64
+#include "norm_sums_impl.h"
 #include "norm_rows_impl.h"
 #undef NT
 #undef FN

@@ -1,114 +1,6 @@
 /* Typed loops of the row-normalisation engine (norm_rows.c includes this once per compute
- * type, with NT = float or double and FN(name) giving each function a per-type name).
- *
- * Sums run in NT inside blocks of NORM_BLOCK elements and in double across blocks, which keeps
- * long rows accurate. Inside a block they go into several vector accumulators, so no add waits
- * for the one before (a single running sum is bound by the add latency when the row is in
- * cache). */
-
-/* NORM_LANES values of NT in one vector register (GCC/Clang vector extension). */
-typedef NT FN(vec) __attribute__((vector_size(NORM_VBYTES)));
-#define VL ((int64_t)(NORM_VBYTES / sizeof(NT)))
-
-static inline FN(vec) FN(load)(const NT *p)
-{
-    FN(vec) v;
-    memcpy(&v, p, sizeof v); /* unaligned */
-    return v;
-}
-
-/* The lanes of four accumulators, added. */
-static inline NT
-FN(hsum)(FN(vec) a0, FN(vec) a1, FN(vec) a2, FN(vec) a3)
-{
-    FN(vec) a = (a0 + a1) + (a2 + a3);
-    NT s = 0;
-    for (int k = 0; k < VL; k++)
-        s += a[k];
-    return s;
-}
-
-/* sum of x[0..n) */
-static double
-FN(sum)(const NT *x, int64_t n)
-{
-    double total = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        int64_t i = i0;
-        FN(vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (; i + 4 * VL <= e; i += 4 * VL) {
-            a0 += FN(load)(x + i);
-            a1 += FN(load)(x + i + VL);
-            a2 += FN(load)(x + i + 2 * VL);
-            a3 += FN(load)(x + i + 3 * VL);
-        }
-        NT s = FN(hsum)(a0, a1, a2, a3);
-        for (; i < e; i++)
-            s += x[i];
-        total += s;
-    }
-    return total;
-}
-
-/* sum of (x - m)^2 over x[0..n) */
-static double
-FN(sumsq)(const NT *x, int64_t n, NT m)
-{
-    double total = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        int64_t i = i0;
-        FN(vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (; i + 4 * VL <= e; i += 4 * VL) {
-            FN(vec) d0 = FN(load)(x + i) - m, d1 = FN(load)(x + i + VL) - m;
-            FN(vec) d2 = FN(load)(x + i + 2 * VL) - m, d3 = FN(load)(x + i + 3 * VL) - m;
-            a0 += d0 * d0;
-            a1 += d1 * d1;
-            a2 += d2 * d2;
-            a3 += d3 * d3;
-        }
-        NT s = FN(hsum)(a0, a1, a2, a3);
-        for (; i < e; i++)
-            s += (x[i] - m) * (x[i] - m);
-        total += s;
-    }
-    return total;
-}
-
-/* sum of dy * w (a) and dy * w * x (b) over one row of n, w = 1 when NULL */
-static void
-FN(dot2)(const NT *dy, const NT *x, const NT *w, int64_t n, double *a, double *b)
-{
-    double ta = 0, tb = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
-        const int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        int64_t i = i0;
-        FN(vec) a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
-        for (; i + 2 * VL <= e; i += 2 * VL) {
-            FN(vec) g0 = FN(load)(dy + i), g1 = FN(load)(dy + i + VL);
-            if (w) {
-                g0 *= FN(load)(w + i);
-                g1 *= FN(load)(w + i + VL);
-            }
-            a0 += g0;
-            a1 += g1;
-            b0 += g0 * FN(load)(x + i);
-            b1 += g1 * FN(load)(x + i + VL);
-        }
-        const FN(vec) zero = {0};
-        NT sa = FN(hsum)(a0, a1, zero, zero), sb = FN(hsum)(b0, b1, zero, zero);
-        for (; i < e; i++) {
-            NT g = w ? dy[i] * w[i] : dy[i];
-            sa += g;
-            sb += g * x[i];
-        }
-        ta += sa;
-        tb += sb;
-    }
-    *a = ta;
-    *b = tb;
-}
+ * type, with NT = float or double and FN(name) giving each function a per-type name, after
+ * norm_sums_impl.h). */
 
 /* Mean (0 when !center) and 1/sqrt(var + eps) of rows [r, r + n), n <= NORM_TILE: the sums row
  * by row, then the square roots together (independent of each other, so they overlap instead
@@ -222,13 +114,8 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
             }
         } else {
             for (int64_t k = 0; k < K; k++) {
-                const NT *xs = xr + k * S, *gs = gr + k * S;
-                NT ds = 0, db = 0;
-#pragma omp simd reduction(+ : ds, db)
-                for (int64_t s = 0; s < S; s++) {
-                    ds += gs[s] * xs[s];
-                    db += gs[s];
-                }
+                double db, ds; /* sums of dy and dy * x over the run */
+                FN(dot2)(gr + k * S, xr + k * S, NULL, S, &db, &ds);
                 double wk = wr ? (double)wr[k] : 1.0;
                 a += db * wk;
                 bs += ds * wk;
@@ -268,5 +155,3 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
         }
     }
 }
-
-#undef VL
