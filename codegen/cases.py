@@ -184,7 +184,7 @@ class CaseBuilder:
             self.cases.append({
                 "op": op.schema.full_name, "where": f"{op.samples_loc} sample {si}", "inputs": specs,
                 "call": call, "inplace": inplace, "out": out,
-                "differentiable": "true" if lo.differentiable or _composite_with_grads(op) else "false",
+                "differentiable": "true" if lo.differentiable else "false",
                 "domain": f'"{op.domain}"' if op.domain else "NULL",
                 "torch": torch_case(len(self.cases), op, sample, f"{op.samples_loc} sample {si}"),
             })
@@ -382,9 +382,3 @@ def _case_fn(name, decls, body, uses_ctx=False):
         lines.append("    (void)ctx;")
     lines += ["    " + d for d in decls] + ["    " + b for b in body] + ["}"]
     return lines
-
-
-def _composite_with_grads(op: Op) -> bool:
-    """A composite differentiates through its parts: gradcheck it when a tensor can be floating."""
-    return op.impl == "composite" and any(
-        any(d in DTYPE_SETS["floating"] for d in op.dtypes[a.name]) for a in op.schema.tensor_args)

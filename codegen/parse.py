@@ -207,7 +207,7 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
            "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
-DOMAINS = ["positive", "nonzero"]
+DOMAINS = ["positive", "nonzero", "unit"]
 
 
 def _closest(word: str, options) -> str:

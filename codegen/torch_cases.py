@@ -5,11 +5,18 @@ and run by tests/diff/test_vs_torch.py against what tests/diff/runner.c computed
 
 from __future__ import annotations
 
+import keyword
+
 from model import DTYPES, Op
 
 TORCH_DTYPE = {"bool": "torch.bool", "u8": "torch.uint8", "i8": "torch.int8", "i16": "torch.int16",
                "i32": "torch.int32", "i64": "torch.int64", "f16": "torch.float16", "bf16": "torch.bfloat16",
                "f32": "torch.float32", "f64": "torch.float64"}
+
+
+def py_name(name: str) -> str:
+    """An argument name as a Python identifier: keywords (uniform's `from`) get a trailing _."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def _py_value(arg, value) -> str:
@@ -35,7 +42,7 @@ def _reference(op: Op, tensor_names: list[str]) -> str:
     # and our overload names need not match aten's (transpose vs transpose.int).
     parts = []
     for a in op.schema.args:
-        parts.append(f"{a.name}={a.name}" if a.kwarg_only else a.name)
+        parts.append(f"{a.name}={py_name(a.name)}" if a.kwarg_only else py_name(a.name))
     return f"torch.ops.aten.{op.schema.name}({', '.join(parts)})"
 
 
@@ -58,16 +65,16 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
                 names.append(f"{a.name}_{i}")
                 specs.append(x)
                 elems.append(f"{a.name}_{i}")
-            locals_.append(f"{a.name} = [{', '.join(elems)}]")
+            locals_.append(f"{py_name(a.name)} = [{', '.join(elems)}]")
     for a in op.schema.args:
         if a.kind == "tensorlist":
             continue
         if a.kind == "tensor":
             if sample.get(a.name) is None:
-                locals_.append(f"{a.name} = None")
+                locals_.append(f"{py_name(a.name)} = None")
             continue
         value = sample[a.name] if a.name in sample else a.default
-        locals_.append(f"{a.name} = {_py_value(a, value)}")
+        locals_.append(f"{py_name(a.name)} = {_py_value(a, value)}")
     is_free = ["dtype" not in spec for spec in specs]
     owners = [n.rsplit("_", 1)[0] if op.schema.arg(n) is None else n for n in names]
     free = [o for o, f in zip(owners, is_free) if f]
@@ -77,7 +84,7 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
         "fn": f"case_{index}",
         "op": op.schema.full_name,
         "where": where,
-        "tensors": names,
+        "tensors": [py_name(n) for n in names],
         "free": is_free,
         "dtypes": dtypes,
         # an op taking a Generator is compared only when its entry gives a deterministic reference

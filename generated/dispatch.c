@@ -335,6 +335,66 @@ const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_amax,
 };
 
+const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_amin,
+};
+
+const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max,
+};
+
+const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min,
+};
+
+const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_dim,
+};
+
+const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min_dim,
+};
+
+const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmax,
+};
+
+const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmin,
+};
+
+const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod,
+};
+
+const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod_dim_int,
+};
+
+const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all,
+};
+
+const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all_dim,
+};
+
+const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any,
+};
+
+const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any_dim,
+};
+
+const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cumsum,
+};
+
+const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
+};
+
 const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };
@@ -378,6 +438,31 @@ const yt__batch_norm_backward_weight_kernel_fn
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_weight,
 };
 
+const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax,
+};
+
+const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log_softmax,
+};
+
+const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax_backward_data,
+};
+
+const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_log_softmax_backward_data,
+};
+
+const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
+};
+
+const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_empty,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };
@@ -398,12 +483,52 @@ const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_arange,
 };
 
+const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linspace,
+};
+
+const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye,
+};
+
+const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye_m,
+};
+
 const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_rand,
 };
 
 const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_randn,
+};
+
+const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint,
+};
+
+const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint_low,
+};
+
+const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randperm,
+};
+
+const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli,
+};
+
+const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli_p,
+};
+
+const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_normal,
+};
+
+const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_uniform,
 };
 
 const yt__slice_backward_kernel_fn yt__slice_backward_kernels[YT_DEVICE_COUNT] = {

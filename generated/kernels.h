@@ -397,6 +397,86 @@ extern const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                    int dim_len, bool keepdim);
 
+typedef yt_status (*yt__amin_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
+extern const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                   int dim_len, bool keepdim);
+
+typedef yt_status (*yt__max_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__min_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__max_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__min_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmax(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmin_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmin(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__prod_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+extern const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+
+typedef yt_status (*yt__prod_dim_int_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                bool keepdim, yt_dtype dtype);
+extern const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim, yt_dtype dtype);
+
+typedef yt_status (*yt__all_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__all_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__any_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__any_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__cumsum_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+extern const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_dtype dtype);
+
+typedef yt_status (*yt__linalg_vector_norm_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                      yt_scalar ord, const int64_t *dim,
+                                                      int dim_len, bool keepdim, yt_dtype dtype);
+extern const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord,
+                                                 const int64_t *dim, int dim_len, bool keepdim,
+                                                 yt_dtype dtype);
+
 typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
@@ -468,6 +548,48 @@ extern const yt__batch_norm_backward_weight_kernel_fn
 YT_INTERNAL yt_status yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
                                                          yt_tensor *input, double eps);
 
+typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_dtype dtype);
+extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_dtype dtype);
+
+typedef yt_status (*yt__log_softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_dtype dtype);
+extern const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+
+typedef yt_status (*yt__softmax_backward_data_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         yt_tensor *output, int64_t dim);
+extern const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__log_softmax_backward_data_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+extern const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       yt_tensor *target, yt_tensor *weight,
+                                                       const char *reduction, int64_t ignore_index,
+                                                       double label_smoothing);
+extern const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                         yt_dtype dtype, yt_device device);
+extern const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_empty(yt_tensor *result, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -496,17 +618,82 @@ extern const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end,
                                      yt_scalar step, yt_dtype dtype, yt_device device);
 
+typedef yt_status (*yt__linspace_kernel_fn)(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                            int64_t steps, yt_dtype dtype, yt_device device);
+extern const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linspace(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                       int64_t steps, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_kernel_fn)(yt_tensor *result, int64_t n, yt_dtype dtype,
+                                       yt_device device);
+extern const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_m_kernel_fn)(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                         yt_device device);
+extern const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye_m(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                    yt_device device);
+
 typedef yt_status (*yt__rand_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                        yt_dtype dtype, yt_device device);
+                                        yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len,
-                                   yt_dtype dtype, yt_device device);
+                                   yt_generator *generator, yt_dtype dtype, yt_device device);
 
 typedef yt_status (*yt__randn_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                         yt_dtype dtype, yt_device device);
+                                         yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len,
-                                    yt_dtype dtype, yt_device device);
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__randint_kernel_fn)(yt_tensor *result, int64_t high, const int64_t *size,
+                                           int size_len, yt_generator *generator, yt_dtype dtype,
+                                           yt_device device);
+extern const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size,
+                                      int size_len, yt_generator *generator, yt_dtype dtype,
+                                      yt_device device);
+
+typedef yt_status (*yt__randint_low_kernel_fn)(yt_tensor *result, int64_t low, int64_t high,
+                                               const int64_t *size, int size_len,
+                                               yt_generator *generator, yt_dtype dtype,
+                                               yt_device device);
+extern const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high,
+                                          const int64_t *size, int size_len,
+                                          yt_generator *generator, yt_dtype dtype,
+                                          yt_device device);
+
+typedef yt_status (*yt__randperm_kernel_fn)(yt_tensor *result, int64_t n, yt_generator *generator,
+                                            yt_dtype dtype, yt_device device);
+extern const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randperm(yt_tensor *result, int64_t n, yt_generator *generator,
+                                       yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__bernoulli_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                             yt_generator *generator);
+extern const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self,
+                                        yt_generator *generator);
+
+typedef yt_status (*yt__bernoulli_p_kernel_fn)(yt_tensor *result, yt_tensor *self, double p,
+                                               yt_generator *generator);
+extern const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli_p(yt_tensor *result, yt_tensor *self, double p,
+                                          yt_generator *generator);
+
+typedef yt_status (*yt__normal_kernel_fn)(yt_tensor *result, yt_tensor *self, double mean,
+                                          double std, yt_generator *generator);
+extern const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std,
+                                     yt_generator *generator);
+
+typedef yt_status (*yt__uniform_kernel_fn)(yt_tensor *result, yt_tensor *self, double from,
+                                           double to, yt_generator *generator);
+extern const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_uniform(yt_tensor *result, yt_tensor *self, double from, double to,
+                                      yt_generator *generator);
 
 typedef yt_status (*yt__slice_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
                                                   const int64_t *input_sizes, int input_sizes_len,
@@ -526,6 +713,26 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
                                               int64_t dim, int64_t index);
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
+YT_INTERNAL yt_tensor *yt__composite_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len,
+                                               bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_var(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_std(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
+                                                                yt_tensor *value);
+YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,
+                                                   yt_tensor *output);
+YT_INTERNAL yt_tensor *yt__composite_prod_dim_backward(yt_tensor *grad, yt_tensor *self,
+                                                       yt_tensor *output, int64_t dim,
+                                                       bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                                   yt_tensor *output, const int64_t *dim,
+                                                   int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
@@ -571,11 +778,53 @@ YT_INTERNAL yt_tensor *yt__composite_batch_norm_double_backward_grad_out(yt_tens
                                                                          yt_tensor *input,
                                                                          yt_tensor *weight,
                                                                          double eps);
+YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_log_softmax_double_backward(yt_tensor *grad,
+                                                                 yt_tensor *grad_output,
+                                                                 yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *
+yt__composite_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_dropout(yt_tensor *input, double p, bool train,
+                                             yt_generator *generator);
+YT_INTERNAL yt_tensor *yt__composite_mse_loss(yt_tensor *self, yt_tensor *target,
+                                              const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_l1_loss(yt_tensor *self, yt_tensor *target,
+                                             const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target,
+                                                    const char *reduction, double beta);
+YT_INTERNAL yt_tensor *yt__composite_huber_loss(yt_tensor *self, yt_tensor *target,
+                                                const char *reduction, double delta);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target,
+                                                          yt_tensor *weight, const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy_with_logits(yt_tensor *self,
+                                                                      yt_tensor *target,
+                                                                      yt_tensor *weight,
+                                                                      yt_tensor *pos_weight,
+                                                                      const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                              const char *reduction, int64_t ignore_index);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target,
+                                                        yt_tensor *weight, const char *reduction,
+                                                        int64_t ignore_index,
+                                                        double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_index_backward(
+    yt_tensor *grad_output, yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+    const char *reduction, int64_t ignore_index, double label_smoothing);
 YT_INTERNAL yt_tensor *yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key,
                                                                   yt_tensor *value,
                                                                   yt_tensor *attn_mask,
                                                                   double dropout_p, bool is_causal,
                                                                   yt_generator *generator);
+YT_INTERNAL yt_tensor *yt__composite_empty_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_ones_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_full_like(yt_tensor *self, yt_scalar fill_value,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_rand_like(yt_tensor *self, yt_generator *generator,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_randn_like(yt_tensor *self, yt_generator *generator,
+                                                yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

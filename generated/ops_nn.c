@@ -12,7 +12,7 @@
 #endif
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:1124 */
+ * from ops.yaml:1420 */
 yt_tensor *
 yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -20,7 +20,7 @@ yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:1124 */
+ * from ops.yaml:1420 */
 yt_tensor *
 yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                  yt_tensor *weight, yt_tensor *bias, double eps, bool cudnn_enable)
@@ -82,7 +82,7 @@ yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normaliz
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:1147 */
+ * from ops.yaml:1443 */
 yt_tensor *
 yt_group_norm(yt_tensor *input, int64_t num_groups)
 {
@@ -90,7 +90,7 @@ yt_group_norm(yt_tensor *input, int64_t num_groups)
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:1147 */
+ * from ops.yaml:1443 */
 yt_tensor *
 yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_tensor *bias,
                  double eps, bool cudnn_enabled)
@@ -146,7 +146,7 @@ yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_ten
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:1177 */
+ * from ops.yaml:1473 */
 yt_tensor *
 yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -154,7 +154,7 @@ yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_sh
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:1177 */
+ * from ops.yaml:1473 */
 yt_tensor *
 yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                yt_tensor *weight, const double *eps)
@@ -201,7 +201,7 @@ yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized
 }
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
- * from ops.yaml:1198 */
+ * from ops.yaml:1494 */
 yt_tensor *
 yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
               yt_tensor *running_var, bool training, double momentum, double eps,
@@ -290,7 +290,7 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * from ops.yaml:1237; backward from derivatives.yaml:354 */
+ * from ops.yaml:1533; backward from derivatives.yaml:401 */
 yt_tensor *
 yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
 {
@@ -365,7 +365,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:1264; backward from derivatives.yaml:359 */
+ * from ops.yaml:1560; backward from derivatives.yaml:406 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -484,8 +484,32 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
     return yt__scope_track(result);
 }
 
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1803 */
+yt_tensor *
+yt_dropout(yt_tensor *input, double p, bool train)
+{
+    return yt_dropout_ex(input, p, train, NULL);
+}
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1803 */
+yt_tensor *
+yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
+{
+    if (input == NULL)
+        return yt__null_arg("dropout", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "dropout: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_dropout(input, p, train, generator);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1415 */
+ * from ops.yaml:1991 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -493,7 +517,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1415 */
+ * from ops.yaml:1991 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,

@@ -196,10 +196,17 @@ YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
 /* Result shape of a reduction over `dim` (already wrapped; dim_len 0 means all dims). */
 YT_INTERNAL yt_status yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self,
                                        const int64_t *dim, int dim_len, bool keepdim);
-/* Length of arange(start, end, step). Errors: step 0, step of the wrong sign, non-finite bounds,
+/* Result dtype of all/any: u8 for u8 inputs (as PyTorch), bool otherwise. */
+YT_INTERNAL yt_dtype yt__dtype_logical(yt_tensor *self);
+/* Result shape of a reduction over one `dim` (not yet wrapped; YT_NONE: every dim, keepdim
+ * giving all sizes 1). Errors: dim out of range. */
+YT_INTERNAL yt_status yt__shape_reduce_dim(yt_shape *out, const char *op, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+/* Length of arange(start, end, step); an integral `dtype` counts with the bounds truncated to
+ * integers, as PyTorch does. Errors: step 0, step of the wrong sign, non-finite bounds,
  * a length that overflows. */
 YT_INTERNAL yt_status yt__shape_arange(yt_shape *out, const char *op, yt_scalar start,
-                                       yt_scalar end, yt_scalar step);
+                                       yt_scalar end, yt_scalar step, yt_dtype dtype);
 /* A shape from an `int[] size` argument. Errors: negative sizes, more than YT_MAX_DIM dims, an
  * element count that overflows. */
 YT_INTERNAL yt_status yt__shape_from_sizes(yt_shape *out, const char *op, const char *arg,
@@ -211,6 +218,21 @@ YT_INTERNAL yt_dtype yt__dtype_factory(yt_dtype dtype);
 /* Result dtype of arange: `dtype` when given, else i64 when all three are integers, else f32. */
 YT_INTERNAL yt_dtype yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step,
                                       yt_dtype dtype);
+
+/* Creation rules (kernels/cpu/factory_rules.c). */
+/* Result dtype of full: `dtype` when given, else bool, i64 or f32 after fill_value's kind. */
+YT_INTERNAL yt_dtype yt__dtype_full(yt_scalar fill_value, yt_dtype dtype);
+/* Result dtype of index factories (randint, randperm): `dtype` when given, else i64. */
+YT_INTERNAL yt_dtype yt__dtype_index(yt_dtype dtype);
+/* A 1-D shape of `n` elements (linspace steps, randperm n). Errors: n < 0. */
+YT_INTERNAL yt_status yt__shape_vector(yt_shape *out, const char *op, int64_t n);
+/* The n x m shape of eye. Errors: n < 0 or m < 0. */
+YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, int64_t m);
+/* Result shape of a class-index loss (kernels/composite/loss_targets.c): target's shape for
+ * reduction "none", else 0-D; validates the self/target/weight (NULL: none) shapes. */
+YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
+                                           yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */
@@ -380,6 +402,13 @@ YT_INTERNAL yt_generator *yt__default_generator(void);
 YT_INTERNAL uint64_t yt__generator_reserve(yt_generator *gen, uint64_t n_blocks);
 /* Block `counter` of the stream for `seed`. */
 YT_INTERNAL void yt__philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* What a random kernel draws from: its seed and the first of the blocks it reserved. */
+typedef struct yt__philox_stream {
+    uint64_t seed;
+    uint64_t counter;
+} yt__philox_stream;
+/* Reserves `n_blocks` blocks of `gen` (NULL: the default generator) for one op. */
+YT_INTERNAL yt__philox_stream yt__generator_stream(yt_generator *gen, uint64_t n_blocks);
 
 /* ---------------------------------------------------------------- support for generated op functions
  * (runtime/op_support.c) */

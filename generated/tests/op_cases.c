@@ -8456,14 +8456,1457 @@ error_amax_899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_900(yt_tensor *const *inputs, void *ctx)
+call_amin_900(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_901(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_902(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+out_amin_903(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_904(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_905(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_906(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_907(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_908(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_909(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_amin_910(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_911(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_912(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_913(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_min_914(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_915(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_916(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_max_dim_values_917(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_918(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_919(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_920(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_921(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_922(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_924(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_925(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_927(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_928(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_929(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_930(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_931(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_932(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_933(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_934(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_935(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_936(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_937(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_min_dim_values_938(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_941(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_942(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_943(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_944(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_945(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_946(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_947(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_948(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_949(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_950(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_951(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_952(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_953(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_min_dim_954(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_argmax_955(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_956(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_957(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmax_958(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_959(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmax_960(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_961(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_962(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_963(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_964(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmax_965(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argmin_966(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmin_967(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_968(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmin_969(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_970(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmin_971(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_972(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmin_973(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmin_974(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_975(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_976(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_977(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_978(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_979(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_980(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_981(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_982(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_983(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_984(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_985(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_986(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_prod_dim_int_987(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_988(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_989(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_990(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_991(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_992(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_993(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_994(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_995(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_996(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_997(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_998(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_999(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1000(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1001(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_1002(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1003(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1004(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_1005(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_cumsum_1006(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1007(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1008(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1009(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1010(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1011(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1012(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1013(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1014(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1015(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_1016(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_logsumexp_1017(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1018(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_1019(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1020(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1021(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1022(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_var_1023(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_var_1024(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_var_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_var_1025(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_var_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+call_var_1026(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1027(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1028(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1029(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1030(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_std_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_std_1031(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_std_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+error_std_1032(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_std_1033(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1034(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1035(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(1), dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1036(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1037(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1038(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1039(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1040(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mm_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_901(yt_tensor *const *inputs, void *ctx)
+out_mm_1042(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8474,14 +9917,14 @@ out_mm_901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_902(yt_tensor *const *inputs, void *ctx)
+call_mm_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_903(yt_tensor *const *inputs, void *ctx)
+out_mm_1044(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8492,14 +9935,14 @@ out_mm_903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_904(yt_tensor *const *inputs, void *ctx)
+call_mm_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_905(yt_tensor *const *inputs, void *ctx)
+out_mm_1046(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8510,14 +9953,14 @@ out_mm_905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_906(yt_tensor *const *inputs, void *ctx)
+call_mm_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_907(yt_tensor *const *inputs, void *ctx)
+out_mm_1048(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8528,140 +9971,140 @@ out_mm_907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_908(yt_tensor *const *inputs, void *ctx)
+error_mm_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_909(yt_tensor *const *inputs, void *ctx)
+error_mm_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_910(yt_tensor *const *inputs, void *ctx)
+error_mm_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_911(yt_tensor *const *inputs, void *ctx)
+error_mm_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_912(yt_tensor *const *inputs, void *ctx)
+call_matmul_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_913(yt_tensor *const *inputs, void *ctx)
+call_matmul_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_914(yt_tensor *const *inputs, void *ctx)
+call_matmul_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_915(yt_tensor *const *inputs, void *ctx)
+call_matmul_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_916(yt_tensor *const *inputs, void *ctx)
+call_matmul_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_917(yt_tensor *const *inputs, void *ctx)
+call_matmul_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_918(yt_tensor *const *inputs, void *ctx)
+call_matmul_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_919(yt_tensor *const *inputs, void *ctx)
+call_matmul_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_920(yt_tensor *const *inputs, void *ctx)
+call_matmul_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_921(yt_tensor *const *inputs, void *ctx)
+call_matmul_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_922(yt_tensor *const *inputs, void *ctx)
+call_matmul_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_923(yt_tensor *const *inputs, void *ctx)
+error_matmul_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_924(yt_tensor *const *inputs, void *ctx)
+error_matmul_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_925(yt_tensor *const *inputs, void *ctx)
+error_matmul_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_926(yt_tensor *const *inputs, void *ctx)
+call_bmm_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_927(yt_tensor *const *inputs, void *ctx)
+out_bmm_1068(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8672,14 +10115,14 @@ out_bmm_927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_928(yt_tensor *const *inputs, void *ctx)
+call_bmm_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_929(yt_tensor *const *inputs, void *ctx)
+out_bmm_1070(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8690,14 +10133,14 @@ out_bmm_929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_930(yt_tensor *const *inputs, void *ctx)
+call_bmm_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_931(yt_tensor *const *inputs, void *ctx)
+out_bmm_1072(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8708,14 +10151,14 @@ out_bmm_931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_932(yt_tensor *const *inputs, void *ctx)
+call_bmm_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_933(yt_tensor *const *inputs, void *ctx)
+out_bmm_1074(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8726,49 +10169,49 @@ out_bmm_933(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_934(yt_tensor *const *inputs, void *ctx)
+error_bmm_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_935(yt_tensor *const *inputs, void *ctx)
+error_bmm_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_936(yt_tensor *const *inputs, void *ctx)
+error_bmm_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_937(yt_tensor *const *inputs, void *ctx)
+error_bmm_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_938(yt_tensor *const *inputs, void *ctx)
+error_bmm_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_939(yt_tensor *const *inputs, void *ctx)
+call_addmm_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_940(yt_tensor *const *inputs, void *ctx)
+out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8780,14 +10223,14 @@ out_addmm_940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_941(yt_tensor *const *inputs, void *ctx)
+call_addmm_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_942(yt_tensor *const *inputs, void *ctx)
+out_addmm_1083(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8799,14 +10242,14 @@ out_addmm_942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_943(yt_tensor *const *inputs, void *ctx)
+call_addmm_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_944(yt_tensor *const *inputs, void *ctx)
+out_addmm_1085(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8818,14 +10261,14 @@ out_addmm_944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_945(yt_tensor *const *inputs, void *ctx)
+call_addmm_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_946(yt_tensor *const *inputs, void *ctx)
+out_addmm_1087(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8837,14 +10280,14 @@ out_addmm_946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_947(yt_tensor *const *inputs, void *ctx)
+call_addmm_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_948(yt_tensor *const *inputs, void *ctx)
+out_addmm_1089(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8856,63 +10299,63 @@ out_addmm_948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_949(yt_tensor *const *inputs, void *ctx)
+error_addmm_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_950(yt_tensor *const *inputs, void *ctx)
+error_addmm_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_951(yt_tensor *const *inputs, void *ctx)
+error_addmm_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_952(yt_tensor *const *inputs, void *ctx)
+error_addmm_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_953(yt_tensor *const *inputs, void *ctx)
+error_addmm_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_954(yt_tensor *const *inputs, void *ctx)
+error_addmm_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_955(yt_tensor *const *inputs, void *ctx)
+error_addmm_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_956(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -8924,14 +10367,14 @@ out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_958(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8943,14 +10386,14 @@ out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_960(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8962,14 +10405,14 @@ out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_962(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8981,14 +10424,14 @@ out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_964(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9000,210 +10443,210 @@ out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_966(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_967(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_968(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_969(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_970(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_971(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_972(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_973(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_974(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_975(yt_tensor *const *inputs, void *ctx)
+call_dot_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_976(yt_tensor *const *inputs, void *ctx)
+call_dot_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_977(yt_tensor *const *inputs, void *ctx)
+call_dot_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_978(yt_tensor *const *inputs, void *ctx)
+error_dot_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_979(yt_tensor *const *inputs, void *ctx)
+error_dot_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_980(yt_tensor *const *inputs, void *ctx)
+error_dot_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_981(yt_tensor *const *inputs, void *ctx)
+error_dot_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_982(yt_tensor *const *inputs, void *ctx)
+call_outer_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_983(yt_tensor *const *inputs, void *ctx)
+call_outer_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_984(yt_tensor *const *inputs, void *ctx)
+call_outer_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_985(yt_tensor *const *inputs, void *ctx)
+error_outer_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_986(yt_tensor *const *inputs, void *ctx)
+error_outer_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_987(yt_tensor *const *inputs, void *ctx)
+error_outer_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_988(yt_tensor *const *inputs, void *ctx)
+call_t_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_989(yt_tensor *const *inputs, void *ctx)
+call_t_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_990(yt_tensor *const *inputs, void *ctx)
+error_t_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_991(yt_tensor *const *inputs, void *ctx)
+call_transpose_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_992(yt_tensor *const *inputs, void *ctx)
+call_transpose_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_993(yt_tensor *const *inputs, void *ctx)
+error_transpose_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_994(yt_tensor *const *inputs, void *ctx)
+error_transpose_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_995(yt_tensor *const *inputs, void *ctx)
+call_permute_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -9211,7 +10654,7 @@ call_permute_995(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_996(yt_tensor *const *inputs, void *ctx)
+error_permute_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -9219,7 +10662,7 @@ error_permute_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_997(yt_tensor *const *inputs, void *ctx)
+error_permute_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -9227,7 +10670,7 @@ error_permute_997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_998(yt_tensor *const *inputs, void *ctx)
+call_view_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -9235,7 +10678,7 @@ call_view_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_999(yt_tensor *const *inputs, void *ctx)
+call_view_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -9243,7 +10686,7 @@ call_view_999(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1000(yt_tensor *const *inputs, void *ctx)
+call_reshape_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -9251,7 +10694,7 @@ call_reshape_1000(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1001(yt_tensor *const *inputs, void *ctx)
+call_reshape_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -9259,7 +10702,7 @@ call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1002(yt_tensor *const *inputs, void *ctx)
+call_expand_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -9267,7 +10710,7 @@ call_expand_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1003(yt_tensor *const *inputs, void *ctx)
+call_expand_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -9275,112 +10718,112 @@ call_expand_1003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1004(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1005(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1008(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1011(yt_tensor *const *inputs, void *ctx)
+call_slice_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1012(yt_tensor *const *inputs, void *ctx)
+call_slice_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1013(yt_tensor *const *inputs, void *ctx)
+error_slice_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1014(yt_tensor *const *inputs, void *ctx)
+error_slice_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1015(yt_tensor *const *inputs, void *ctx)
+call_select_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1016(yt_tensor *const *inputs, void *ctx)
+call_select_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1017(yt_tensor *const *inputs, void *ctx)
+error_select_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1018(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_layer_norm_1019(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9388,7 +10831,7 @@ call_layer_norm_1019(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1020(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -9396,7 +10839,7 @@ call_layer_norm_1020(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1021(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -9404,7 +10847,7 @@ call_layer_norm_1021(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1022(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9412,7 +10855,7 @@ call_layer_norm_1022(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1023(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -9420,14 +10863,14 @@ call_layer_norm_1023(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1024(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1165(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1025(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -9435,7 +10878,7 @@ error_layer_norm_1025(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1026(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9443,7 +10886,7 @@ error_layer_norm_1026(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1027(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1168(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9451,7 +10894,7 @@ error_layer_norm_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1028(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9459,91 +10902,91 @@ error_layer_norm_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1029(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1030(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1031(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1032(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1033(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1034(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1035(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1036(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1037(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1038(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1039(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1040(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1041(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9551,7 +10994,7 @@ call_rms_norm_1041(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1042(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -9560,7 +11003,7 @@ call_rms_norm_1042(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1043(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -9569,7 +11012,7 @@ call_rms_norm_1043(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1044(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9577,14 +11020,14 @@ call_rms_norm_1044(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1045(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1046(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -9592,7 +11035,7 @@ error_rms_norm_1046(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1047(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9600,7 +11043,7 @@ error_rms_norm_1047(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1048(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -9608,28 +11051,28 @@ error_rms_norm_1048(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1049(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1050(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1191(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1051(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1192(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1052(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1193(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -9637,7 +11080,7 @@ call_batch_norm_1052(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1053(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1194(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -9645,7 +11088,7 @@ call_batch_norm_1053(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1054(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1195(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -9653,301 +11096,1087 @@ call_batch_norm_1054(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1055(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1056(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1057(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1198(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1058(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1199(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1059(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1060(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1201(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1061(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1062(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1203(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1063(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1204(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1064(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1205(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1065(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1206(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1066(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1207(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1067(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1208(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1068(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1069(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1210(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1070(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1071(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1072(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1073(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1214(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1074(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1215(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1075(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1216(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1076(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1217(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1077(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1218(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1078(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1079(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1220(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1080(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1081(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1222(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1082(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1223(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1083(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1224(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1084(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1085(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1226(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1086(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1087(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1088(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1089(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1090(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1231(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1091(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1092(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1233(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1093(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1234(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1094(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1235(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1095(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1236(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1096(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1237(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1097(yt_tensor *const *inputs, void *ctx)
+call_softmax_1238(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1241(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1242(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1243(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_softmax_1244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1246(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1247(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1248(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1249(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1250(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1251(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_log_softmax_1252(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1253(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1254(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1256(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1258(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1259(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1260(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1261(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1262(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1263(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1264(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_dropout_1266(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1267(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1268(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+}
+
+static yt_tensor *
+call_dropout_1269(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1270(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
+}
+
+static yt_tensor *
+error_dropout_1271(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1272(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1273(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_mse_loss_1274(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1275(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_mse_loss_1277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_mse_loss_1278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1279(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1281(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1284(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_l1_loss_1285(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1287(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1289(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1291(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
+}
+
+static yt_tensor *
+error_smooth_l1_loss_1292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+}
+
+static yt_tensor *
+error_smooth_l1_loss_1293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_1294(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_1295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_1297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_1299(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+}
+
+static yt_tensor *
+error_huber_loss_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1301(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1309(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
+                                                  "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_nll_loss_1317(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+call_nll_loss_1319(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+}
+
+static yt_tensor *
+call_nll_loss_1320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+}
+
+static yt_tensor *
+call_nll_loss_1321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_1322(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1323(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1325(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+}
+
+static yt_tensor *
+error_nll_loss_1326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1327(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1330(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1331(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1332(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1335(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1337(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1338(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1339(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1343(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1348(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1349(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -9955,7 +12184,7 @@ call_scaled_dot_product_attention_1097(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1098(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -9963,7 +12192,7 @@ call_scaled_dot_product_attention_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1099(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -9971,7 +12200,7 @@ call_scaled_dot_product_attention_1099(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1100(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -9979,7 +12208,7 @@ call_scaled_dot_product_attention_1100(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1101(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -9987,7 +12216,7 @@ call_scaled_dot_product_attention_1101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1102(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -9995,7 +12224,7 @@ call_scaled_dot_product_attention_1102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1103(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10003,7 +12232,7 @@ call_scaled_dot_product_attention_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1104(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10011,7 +12240,7 @@ error_scaled_dot_product_attention_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1105(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10019,7 +12248,7 @@ error_scaled_dot_product_attention_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1106(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10027,7 +12256,7 @@ error_scaled_dot_product_attention_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1107(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10035,7 +12264,7 @@ error_scaled_dot_product_attention_1107(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1108(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10043,7 +12272,7 @@ error_scaled_dot_product_attention_1108(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1109(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -10051,7 +12280,33 @@ error_scaled_dot_product_attention_1109(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1110(yt_tensor *const *inputs, void *ctx)
+call_empty_1363(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1364(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_zeros_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10060,7 +12315,7 @@ call_zeros_1110(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1111(yt_tensor *const *inputs, void *ctx)
+call_ones_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10069,7 +12324,7 @@ call_ones_1111(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1112(yt_tensor *const *inputs, void *ctx)
+call_full_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10078,7 +12333,95 @@ call_full_1112(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1113(yt_tensor *const *inputs, void *ctx)
+call_full_1369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_full_ex(size, 2, yt_int(7), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_full_1370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+}
+
+static yt_tensor *
+call_full_like_1378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_1379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_1380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10086,43 +12429,355 @@ call_arange_1113(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1114(yt_tensor *const *inputs, void *ctx)
+call_linspace_1382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 5, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_1383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_float(-2.5), yt_int(3), 1, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_1384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_1385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(3, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_1386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_1387(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(2, 4, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_1388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(4, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_rand_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_rand_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-error_rand_1115(yt_tensor *const *inputs, void *ctx)
+error_rand_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_rand_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_randn_1116(yt_tensor *const *inputs, void *ctx)
+call_randn_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_randn_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-error_randn_1117(yt_tensor *const *inputs, void *ctx)
+error_randn_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_randn_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_sum_to_1118(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_rand_like_1394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_1395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_1396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_1397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_ex(10, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_1398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_randint_ex(10, size, 1, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_low_1399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_low_ex(-5, 5, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_1400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(10, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_1401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(0, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_bernoulli_p_1402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.25, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_1404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.75, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_1406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.5, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_normal_1414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+}
+
+static yt_tensor *
+call_uniform_1415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_1417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_1419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_uniform_1421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
+}
+
+static yt_tensor *
+call_sum_to_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10130,7 +12785,7 @@ call_sum_to_1118(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1119(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10138,7 +12793,7 @@ call_sum_to_1119(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1120(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -14159,130 +16814,984 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm",
-        .where = "ops.yaml:807 sample 0",
-        .n_inputs = 2,
+        .op = "amin",
+        .where = "ops.yaml:798 sample 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_900,
+        .call = call_amin_900,
         .call_inplace = NULL,
-        .call_out = out_mm_901,
+        .call_out = out_amin_901,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_902,
+        .call_inplace = NULL,
+        .call_out = out_amin_903,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_904,
+        .call_inplace = NULL,
+        .call_out = out_amin_905,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_906,
+        .call_inplace = NULL,
+        .call_out = out_amin_907,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_908,
+        .call_inplace = NULL,
+        .call_out = out_amin_909,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_912,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_914,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_917,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_918,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_919,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_920,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_921,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_922,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_923,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_924,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_values_925,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_926,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_indices_927,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_928,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_929,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_930,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_931,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_932,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_933,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_934,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_935,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_936,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_938,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_939,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_940,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_941,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_942,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_943,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_944,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_945,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_946,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_947,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_948,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_949,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_950,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_951,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_952,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_953,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_955,
+        .call_inplace = NULL,
+        .call_out = out_argmax_956,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_957,
+        .call_inplace = NULL,
+        .call_out = out_argmax_958,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_959,
+        .call_inplace = NULL,
+        .call_out = out_argmax_960,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_961,
+        .call_inplace = NULL,
+        .call_out = out_argmax_962,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_963,
+        .call_inplace = NULL,
+        .call_out = out_argmax_964,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_966,
+        .call_inplace = NULL,
+        .call_out = out_argmin_967,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_968,
+        .call_inplace = NULL,
+        .call_out = out_argmin_969,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_970,
+        .call_inplace = NULL,
+        .call_out = out_argmin_971,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_972,
+        .call_inplace = NULL,
+        .call_out = out_argmin_973,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_975,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_976,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_977,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_978,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_979,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_980,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_981,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_982,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_dim_int_983,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_984,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_985,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_986,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_988,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_989,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_990,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_991,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_992,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_993,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_994,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_995,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_997,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_998,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_999,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1000,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_1001,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1002,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1003,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1004,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1006,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1007,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1008,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1009,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cumsum_1010,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1011,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1012,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1013,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1014,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1015,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1017,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1018,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_1019,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1020,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1023,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1024,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_var_1025,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1026,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1029,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1030,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_std_1031,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1034,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1035,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linalg_vector_norm_1036,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1037,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 1",
+        .where = "ops.yaml:1103 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_1041,
+        .call_inplace = NULL,
+        .call_out = out_mm_1042,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1103 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_902,
+        .call = call_mm_1043,
         .call_inplace = NULL,
-        .call_out = out_mm_903,
+        .call_out = out_mm_1044,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 2",
+        .where = "ops.yaml:1103 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_904,
+        .call = call_mm_1045,
         .call_inplace = NULL,
-        .call_out = out_mm_905,
+        .call_out = out_mm_1046,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 3",
+        .where = "ops.yaml:1103 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_906,
+        .call = call_mm_1047,
         .call_inplace = NULL,
-        .call_out = out_mm_907,
+        .call_out = out_mm_1048,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 0",
+        .where = "ops.yaml:1121 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_912,
+        .call = call_matmul_1053,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 1",
+        .where = "ops.yaml:1121 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_913,
+        .call = call_matmul_1054,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 2",
+        .where = "ops.yaml:1121 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_914,
+        .call = call_matmul_1055,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 3",
+        .where = "ops.yaml:1121 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_915,
+        .call = call_matmul_1056,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 4",
+        .where = "ops.yaml:1121 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_916,
+        .call = call_matmul_1057,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 5",
+        .where = "ops.yaml:1121 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_917,
+        .call = call_matmul_1058,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 6",
+        .where = "ops.yaml:1121 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -14290,39 +17799,39 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_918,
+        .call = call_matmul_1059,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 7",
+        .where = "ops.yaml:1121 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_919,
+        .call = call_matmul_1060,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 8",
+        .where = "ops.yaml:1121 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_920,
+        .call = call_matmul_1061,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 9",
+        .where = "ops.yaml:1121 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -14330,39 +17839,39 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_921,
+        .call = call_matmul_1062,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 10",
+        .where = "ops.yaml:1121 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_922,
+        .call = call_matmul_1063,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 0",
+        .where = "ops.yaml:1151 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_926,
+        .call = call_bmm_1067,
         .call_inplace = NULL,
-        .call_out = out_bmm_927,
+        .call_out = out_bmm_1068,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 1",
+        .where = "ops.yaml:1151 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -14374,119 +17883,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_928,
+        .call = call_bmm_1069,
         .call_inplace = NULL,
-        .call_out = out_bmm_929,
+        .call_out = out_bmm_1070,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 2",
+        .where = "ops.yaml:1151 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_930,
+        .call = call_bmm_1071,
         .call_inplace = NULL,
-        .call_out = out_bmm_931,
+        .call_out = out_bmm_1072,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 3",
+        .where = "ops.yaml:1151 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_932,
+        .call = call_bmm_1073,
         .call_inplace = NULL,
-        .call_out = out_bmm_933,
+        .call_out = out_bmm_1074,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:1178 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_939,
+        .call = call_addmm_1080,
         .call_inplace = NULL,
-        .call_out = out_addmm_940,
+        .call_out = out_addmm_1081,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 1",
+        .where = "ops.yaml:1178 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_941,
+        .call = call_addmm_1082,
         .call_inplace = NULL,
-        .call_out = out_addmm_942,
+        .call_out = out_addmm_1083,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 2",
+        .where = "ops.yaml:1178 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_943,
+        .call = call_addmm_1084,
         .call_inplace = NULL,
-        .call_out = out_addmm_944,
+        .call_out = out_addmm_1085,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 3",
+        .where = "ops.yaml:1178 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_945,
+        .call = call_addmm_1086,
         .call_inplace = NULL,
-        .call_out = out_addmm_946,
+        .call_out = out_addmm_1087,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 4",
+        .where = "ops.yaml:1178 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_947,
+        .call = call_addmm_1088,
         .call_inplace = NULL,
-        .call_out = out_addmm_948,
+        .call_out = out_addmm_1089,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 0",
+        .where = "ops.yaml:1210 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_956,
+        .call = call_baddbmm_1097,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_957,
+        .call_out = out_baddbmm_1098,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 1",
+        .where = "ops.yaml:1210 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -14495,15 +18004,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_958,
+        .call = call_baddbmm_1099,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_959,
+        .call_out = out_baddbmm_1100,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 2",
+        .where = "ops.yaml:1210 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -14512,116 +18021,116 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_960,
+        .call = call_baddbmm_1101,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_961,
+        .call_out = out_baddbmm_1102,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 3",
+        .where = "ops.yaml:1210 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_962,
+        .call = call_baddbmm_1103,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_963,
+        .call_out = out_baddbmm_1104,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 4",
+        .where = "ops.yaml:1210 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_964,
+        .call = call_baddbmm_1105,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_965,
+        .call_out = out_baddbmm_1106,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 0",
+        .where = "ops.yaml:1231 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_975,
+        .call = call_dot_1116,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 1",
+        .where = "ops.yaml:1231 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_976,
+        .call = call_dot_1117,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 2",
+        .where = "ops.yaml:1231 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_977,
+        .call = call_dot_1118,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 0",
+        .where = "ops.yaml:1248 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_982,
+        .call = call_outer_1123,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 1",
+        .where = "ops.yaml:1248 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_983,
+        .call = call_outer_1124,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 2",
+        .where = "ops.yaml:1248 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_984,
+        .call = call_outer_1125,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "t",
-        .where = "ops.yaml:992 sample 0",
+        .where = "ops.yaml:1288 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_988,
+        .call = call_t_1129,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14629,10 +18138,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:992 sample 1",
+        .where = "ops.yaml:1288 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_989,
+        .call = call_t_1130,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14640,10 +18149,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1003 sample 0",
+        .where = "ops.yaml:1299 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_991,
+        .call = call_transpose_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14651,10 +18160,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1003 sample 1",
+        .where = "ops.yaml:1299 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_992,
+        .call = call_transpose_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14662,10 +18171,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1017 sample 0",
+        .where = "ops.yaml:1313 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_995,
+        .call = call_permute_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14673,10 +18182,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1026 sample 0",
+        .where = "ops.yaml:1322 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_998,
+        .call = call_view_1139,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14684,10 +18193,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1026 sample 1",
+        .where = "ops.yaml:1322 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_999,
+        .call = call_view_1140,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14695,33 +18204,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1036 sample 0",
+        .where = "ops.yaml:1332 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1000,
+        .call = call_reshape_1141,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1036 sample 1",
+        .where = "ops.yaml:1332 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1001,
+        .call = call_reshape_1142,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1046 sample 0",
+        .where = "ops.yaml:1342 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1002,
+        .call = call_expand_1143,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14729,10 +18238,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1046 sample 1",
+        .where = "ops.yaml:1342 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1003,
+        .call = call_expand_1144,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14740,10 +18249,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1056 sample 0",
+        .where = "ops.yaml:1352 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1004,
+        .call = call_squeeze_1145,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14751,10 +18260,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 0",
+        .where = "ops.yaml:1362 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1005,
+        .call = call_squeeze_dim_1146,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14762,10 +18271,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 1",
+        .where = "ops.yaml:1362 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1006,
+        .call = call_squeeze_dim_1147,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14773,10 +18282,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 0",
+        .where = "ops.yaml:1373 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1008,
+        .call = call_unsqueeze_1149,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14784,10 +18293,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 1",
+        .where = "ops.yaml:1373 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1009,
+        .call = call_unsqueeze_1150,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14795,10 +18304,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1091 sample 0",
+        .where = "ops.yaml:1387 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1011,
+        .call = call_slice_1152,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14806,10 +18315,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1091 sample 1",
+        .where = "ops.yaml:1387 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1012,
+        .call = call_slice_1153,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14817,10 +18326,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1102 sample 0",
+        .where = "ops.yaml:1398 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1015,
+        .call = call_select_1156,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14828,10 +18337,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1102 sample 1",
+        .where = "ops.yaml:1398 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1016,
+        .call = call_select_1157,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14839,115 +18348,115 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1112 sample 0",
+        .where = "ops.yaml:1408 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1018,
+        .call = call_contiguous_1159,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:1140 sample 0",
+        .where = "ops.yaml:1436 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1019,
+        .call = call_layer_norm_1160,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:1140 sample 1",
+        .where = "ops.yaml:1436 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1020,
+        .call = call_layer_norm_1161,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:1140 sample 2",
+        .where = "ops.yaml:1436 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1021,
+        .call = call_layer_norm_1162,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:1140 sample 3",
+        .where = "ops.yaml:1436 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1022,
+        .call = call_layer_norm_1163,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:1140 sample 4",
+        .where = "ops.yaml:1436 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1023,
+        .call = call_layer_norm_1164,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:1167 sample 0",
+        .where = "ops.yaml:1463 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1029,
+        .call = call_group_norm_1170,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:1167 sample 1",
+        .where = "ops.yaml:1463 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1030,
+        .call = call_group_norm_1171,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:1167 sample 2",
+        .where = "ops.yaml:1463 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -14956,107 +18465,107 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1031,
+        .call = call_group_norm_1172,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:1167 sample 3",
+        .where = "ops.yaml:1463 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1032,
+        .call = call_group_norm_1173,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:1167 sample 4",
+        .where = "ops.yaml:1463 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1033,
+        .call = call_group_norm_1174,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:1191 sample 0",
+        .where = "ops.yaml:1487 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1041,
+        .call = call_rms_norm_1182,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:1191 sample 1",
+        .where = "ops.yaml:1487 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1042,
+        .call = call_rms_norm_1183,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:1191 sample 2",
+        .where = "ops.yaml:1487 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1043,
+        .call = call_rms_norm_1184,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:1191 sample 3",
+        .where = "ops.yaml:1487 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1044,
+        .call = call_rms_norm_1185,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 0",
+        .where = "ops.yaml:1521 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1049,
+        .call = call_batch_norm_1190,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 1",
+        .where = "ops.yaml:1521 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -15069,15 +18578,15 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1050,
+        .call = call_batch_norm_1191,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 2",
+        .where = "ops.yaml:1521 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -15096,15 +18605,15 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1051,
+        .call = call_batch_norm_1192,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 3",
+        .where = "ops.yaml:1521 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -15119,15 +18628,15 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1052,
+        .call = call_batch_norm_1193,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 4",
+        .where = "ops.yaml:1521 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -15146,15 +18655,15 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1053,
+        .call = call_batch_norm_1194,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:1225 sample 5",
+        .where = "ops.yaml:1521 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -15169,22 +18678,22 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1054,
+        .call = call_batch_norm_1195,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:1259 sample 0",
+        .where = "ops.yaml:1555 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1065,
+        .call = call_row_norm_1206,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15192,12 +18701,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:1259 sample 1",
+        .where = "ops.yaml:1555 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1066,
+        .call = call_row_norm_1207,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15205,14 +18714,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:1290 sample 0",
+        .where = "ops.yaml:1586 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1075,
+        .call = call_batch_norm_training_1216,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15220,7 +18729,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:1290 sample 1",
+        .where = "ops.yaml:1586 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -15233,28 +18742,994 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_training_1076,
+        .call = call_batch_norm_training_1217,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "softmax.int",
+        .where = "ops.yaml:1717 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1238,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1717 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1239,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1717 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1240,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1717 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1241,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1717 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1242,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1735 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1246,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1735 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1247,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1735 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1248,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1735 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1249,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1735 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1250,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1753 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1254,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1753 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1255,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1753 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1256,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1770 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1260,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1770 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1261,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1770 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1262,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:1809 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1266,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:1809 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_dropout_1267,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:1809 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1268,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:1809 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1269,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:1809 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1270,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:1823 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1272,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:1823 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1273,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:1823 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1274,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:1823 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1275,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:1823 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1276,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:1838 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1279,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:1838 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1280,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:1838 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1281,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:1838 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1282,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:1838 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1283,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1286,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1287,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1288,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1289,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1290,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:1853 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1291,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:1869 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1294,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:1869 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1295,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:1869 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1296,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:1869 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1297,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:1869 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1298,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1301,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1302,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1303,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1304,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1305,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1885 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1306,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1309,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1310,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1311,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1312,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1313,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1901 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1314,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1317,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1318,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1319,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1320,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1321,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1924 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1322,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1327,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1328,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1329,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1330,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1331,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1332,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1333,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1334,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1335,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1336,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1337,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1947 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1338,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1972 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1972 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1344,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1972 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1972 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1346,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1972 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1347,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 0",
+        .where = "ops.yaml:2009 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1097,
+        .call = call_scaled_dot_product_attention_1350,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 1",
+        .where = "ops.yaml:2009 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -15264,15 +19739,15 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1098,
+        .call = call_scaled_dot_product_attention_1351,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 2",
+        .where = "ops.yaml:2009 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -15282,28 +19757,28 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1099,
+        .call = call_scaled_dot_product_attention_1352,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 3",
+        .where = "ops.yaml:2009 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1100,
+        .call = call_scaled_dot_product_attention_1353,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 4",
+        .where = "ops.yaml:2009 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -15313,43 +19788,73 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1101,
+        .call = call_scaled_dot_product_attention_1354,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 5",
+        .where = "ops.yaml:2009 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1102,
+        .call = call_scaled_dot_product_attention_1355,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:1433 sample 6",
+        .where = "ops.yaml:2009 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1103,
+        .call = call_scaled_dot_product_attention_1356,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2028 sample 0",
+        .n_inputs = 0,
+        .call = call_empty_1363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2028 sample 1",
+        .n_inputs = 0,
+        .call = call_empty_1364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2028 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1445 sample 0",
+        .where = "ops.yaml:2035 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1110,
+        .call = call_zeros_1366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15357,9 +19862,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1453 sample 0",
+        .where = "ops.yaml:2043 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1111,
+        .call = call_ones_1367,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15367,9 +19872,142 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1461 sample 0",
+        .where = "ops.yaml:2058 sample 0",
         .n_inputs = 0,
-        .call = call_full_1112,
+        .call = call_full_1368,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:2058 sample 1",
+        .n_inputs = 0,
+        .call = call_full_1369,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:2058 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1370,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2069 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1371,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2069 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_empty_like_1372,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2069 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1373,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2089 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1374,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2089 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_1375,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2089 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1376,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2089 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1377,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2101 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1378,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2101 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_1379,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2101 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1380,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15377,9 +20015,79 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1476 sample 0",
+        .where = "ops.yaml:2106 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1113,
+        .call = call_arange_1381,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2121 sample 0",
+        .n_inputs = 0,
+        .call = call_linspace_1382,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2121 sample 1",
+        .n_inputs = 0,
+        .call = call_linspace_1383,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2121 sample 2",
+        .n_inputs = 0,
+        .call = call_linspace_1384,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:2133 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_1385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:2133 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1386,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:2144 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_m_1387,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:2144 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_1388,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15387,9 +20095,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1484 sample 0",
+        .where = "ops.yaml:2148 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1114,
+        .call = call_rand_1389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15397,9 +20105,216 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1495 sample 0",
+        .where = "ops.yaml:2159 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1116,
+        .call = call_randn_1391,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:2176 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1393,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:2176 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1394,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:2186 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:2186 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:2197 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_1397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:2197 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint.low",
+        .where = "ops.yaml:2208 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_low_1399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:2218 sample 0",
+        .n_inputs = 0,
+        .call = call_randperm_1400,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:2218 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_1401,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2235 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1402,
+        .call_inplace = inplace_bernoulli_p_1403,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2235 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1404,
+        .call_inplace = inplace_bernoulli_p_1405,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2235 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1406,
+        .call_inplace = inplace_bernoulli_p_1407,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2246 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1408,
+        .call_inplace = inplace_normal_1409,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2246 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_normal_1410,
+        .call_inplace = inplace_normal_1411,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2246 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1412,
+        .call_inplace = inplace_normal_1413,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2258 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1415,
+        .call_inplace = inplace_uniform_1416,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2258 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1417,
+        .call_inplace = inplace_uniform_1418,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2258 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1419,
+        .call_inplace = inplace_uniform_1420,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:2271 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_1422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15407,24 +20322,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1514 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1118,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum_to",
-        .where = "ops.yaml:1514 sample 1",
+        .where = "ops.yaml:2271 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1119,
+        .call = call_sum_to_1423,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
 };
@@ -16120,687 +21024,852 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "amax: ",
     },
     {
+        .op = "amin",
+        .what = "ops.yaml:790: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amin_910,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "amin: ",
+    },
+    {
+        .op = "max.dim",
+        .what = "ops.yaml:829: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_dim_937,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "max: ",
+    },
+    {
+        .op = "min.dim",
+        .what = "ops.yaml:845: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_min_dim_954,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "min: ",
+    },
+    {
+        .op = "argmax",
+        .what = "ops.yaml:860: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmax_965,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmax: ",
+    },
+    {
+        .op = "argmin",
+        .what = "ops.yaml:875: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmin_974,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmin: ",
+    },
+    {
+        .op = "prod.dim_int",
+        .what = "ops.yaml:903: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_prod_dim_int_987,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "prod: ",
+    },
+    {
+        .op = "all.dim",
+        .what = "ops.yaml:930: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_all_dim_996,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "all: ",
+    },
+    {
+        .op = "any.dim",
+        .what = "ops.yaml:956: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_any_dim_1005,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "any: ",
+    },
+    {
+        .op = "cumsum",
+        .what = "ops.yaml:970: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_1016,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_logsumexp_1021,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_logsumexp_1022,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_var_1027,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_var_1028,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_std_1032,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_std_1033,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1032: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1038,
+        .expect = 0,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_linalg_vector_norm_1039,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1040,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:798: self.dim == 2",
+        .what = "ops.yaml:1094: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_908,
+        .call = error_mm_1049,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:800: mat2.dim == 2",
+        .what = "ops.yaml:1096: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_909,
+        .call = error_mm_1050,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:802: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_910,
+        .call = error_mm_1051,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:792: dtype of self",
+        .what = "ops.yaml:1088: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_911,
+        .call = error_mm_1052,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:819: self.dim >= 1",
+        .what = "ops.yaml:1115: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_923,
+        .call = error_matmul_1064,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:821: other.dim >= 1",
+        .what = "ops.yaml:1117: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_924,
+        .call = error_matmul_1065,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:813: dtype of self",
+        .what = "ops.yaml:1109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_925,
+        .call = error_matmul_1066,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:844: self.dim == 3",
+        .what = "ops.yaml:1140: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_934,
+        .call = error_bmm_1075,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:846: mat2.dim == 3",
+        .what = "ops.yaml:1142: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_935,
+        .call = error_bmm_1076,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:848: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_936,
+        .call = error_bmm_1077,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:850: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_937,
+        .call = error_bmm_1078,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:838: dtype of self",
+        .what = "ops.yaml:1134: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_938,
+        .call = error_bmm_1079,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:867: mat1.dim == 2",
+        .what = "ops.yaml:1163: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_949,
+        .call = error_addmm_1090,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:869: mat2.dim == 2",
+        .what = "ops.yaml:1165: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_950,
+        .call = error_addmm_1091,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:871: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_951,
+        .call = error_addmm_1092,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:873: self.dim <= 2",
+        .what = "ops.yaml:1169: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_952,
+        .call = error_addmm_1093,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:875: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what =
+            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_953,
+        .call = error_addmm_1094,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:877: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what =
+            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_954,
+        .call = error_addmm_1095,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:861: dtype of self",
+        .what = "ops.yaml:1157: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_955,
+        .call = error_addmm_1096,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:895: batch1.dim == 3",
+        .what = "ops.yaml:1191: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_966,
+        .call = error_baddbmm_1107,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:897: batch2.dim == 3",
+        .what = "ops.yaml:1193: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_967,
+        .call = error_baddbmm_1108,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:899: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_968,
+        .call = error_baddbmm_1109,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:901: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_969,
+        .call = error_baddbmm_1110,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:903: self.dim <= 3",
+        .what = "ops.yaml:1199: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_970,
+        .call = error_baddbmm_1111,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:905: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_971,
+        .call = error_baddbmm_1112,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:907: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_972,
+        .call = error_baddbmm_1113,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:909: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what =
+            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_973,
+        .call = error_baddbmm_1114,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:889: dtype of self",
+        .what = "ops.yaml:1185: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_974,
+        .call = error_baddbmm_1115,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:927: self.dim == 1",
+        .what = "ops.yaml:1223: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_978,
+        .call = error_dot_1119,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:929: tensor.dim == 1",
+        .what = "ops.yaml:1225: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_979,
+        .call = error_dot_1120,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:931: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_980,
+        .call = error_dot_1121,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:921: dtype of self",
+        .what = "ops.yaml:1217: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_981,
+        .call = error_dot_1122,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:946: self.dim == 1",
+        .what = "ops.yaml:1242: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_985,
+        .call = error_outer_1126,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:948: vec2.dim == 1",
+        .what = "ops.yaml:1244: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_986,
+        .call = error_outer_1127,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:940: dtype of self",
+        .what = "ops.yaml:1236: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_987,
+        .call = error_outer_1128,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:988: self.dim <= 2",
+        .what = "ops.yaml:1284: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_990,
+        .call = error_t_1131,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:996: dim0 out of range",
+        .what = "ops.yaml:1292: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_993,
+        .call = error_transpose_1134,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:996: dim1 out of range",
+        .what = "ops.yaml:1292: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_994,
+        .call = error_transpose_1135,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1013: len(dims) == self.dim",
+        .what = "ops.yaml:1309: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_996,
+        .call = error_permute_1137,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1007: dims out of range",
+        .what = "ops.yaml:1303: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_997,
+        .call = error_permute_1138,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1059: dim out of range",
+        .what = "ops.yaml:1355: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1007,
+        .call = error_squeeze_dim_1148,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1070: dim out of range",
+        .what = "ops.yaml:1366: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1010,
+        .call = error_unsqueeze_1151,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1087: step > 0",
+        .what = "ops.yaml:1383: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1013,
+        .call = error_slice_1154,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1081: dim out of range",
+        .what = "ops.yaml:1377: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1014,
+        .call = error_slice_1155,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1095: dim out of range",
+        .what = "ops.yaml:1391: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1017,
+        .call = error_select_1158,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:1130: len(normalized_shape) >= 1",
+        .what = "ops.yaml:1426: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1024,
+        .call = error_layer_norm_1165,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:1132: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:1428: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1025,
+        .call = error_layer_norm_1166,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:1134: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:1430: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1026,
+        .call = error_layer_norm_1167,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:1136: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:1432: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1027,
+        .call = error_layer_norm_1168,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:1124: dtype of input",
+        .what = "ops.yaml:1420: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1028,
+        .call = error_layer_norm_1169,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1153: input.dim >= 2",
+        .what = "ops.yaml:1449: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1034,
+        .call = error_group_norm_1175,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1155: num_groups > 0",
+        .what = "ops.yaml:1451: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1035,
+        .call = error_group_norm_1176,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1157: weight.dim == 1",
+        .what = "ops.yaml:1453: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1036,
+        .call = error_group_norm_1177,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1159: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:1455: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1037,
+        .call = error_group_norm_1178,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1161: bias.dim == 1",
+        .what = "ops.yaml:1457: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1038,
+        .call = error_group_norm_1179,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1163: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:1459: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1039,
+        .call = error_group_norm_1180,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:1147: dtype of input",
+        .what = "ops.yaml:1443: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1040,
+        .call = error_group_norm_1181,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:1183: len(normalized_shape) >= 1",
+        .what = "ops.yaml:1479: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1045,
+        .call = error_rms_norm_1186,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:1185: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:1481: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1046,
+        .call = error_rms_norm_1187,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:1187: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:1483: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1047,
+        .call = error_rms_norm_1188,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:1177: dtype of input",
+        .what = "ops.yaml:1473: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1048,
+        .call = error_rms_norm_1189,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1204: input.dim >= 2",
+        .what = "ops.yaml:1500: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1055,
+        .call = error_batch_norm_1196,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1206: weight.dim == 1",
+        .what = "ops.yaml:1502: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1056,
+        .call = error_batch_norm_1197,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1208: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:1504: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1057,
+        .call = error_batch_norm_1198,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1210: bias.dim == 1",
+        .what = "ops.yaml:1506: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1058,
+        .call = error_batch_norm_1199,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1212: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:1508: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1059,
+        .call = error_batch_norm_1200,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1214: running_mean.dim == 1",
+        .what = "ops.yaml:1510: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -16808,13 +21877,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1060,
+        .call = error_batch_norm_1201,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1216: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:1512: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -16822,13 +21891,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1061,
+        .call = error_batch_norm_1202,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1218: running_var.dim == 1",
+        .what = "ops.yaml:1514: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -16836,13 +21905,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1062,
+        .call = error_batch_norm_1203,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1220: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:1516: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -16850,167 +21919,167 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1063,
+        .call = error_batch_norm_1204,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:1198: dtype of input",
+        .what = "ops.yaml:1494: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1064,
+        .call = error_batch_norm_1205,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1243: input.dim == 4",
+        .what = "ops.yaml:1539: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1067,
+        .call = error_row_norm_1208,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1245: weight.dim == 2",
+        .what = "ops.yaml:1541: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1068,
+        .call = error_row_norm_1209,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1247: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:1543: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1069,
+        .call = error_row_norm_1210,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1249: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:1545: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1070,
+        .call = error_row_norm_1211,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1251: bias.dim == 2",
+        .what = "ops.yaml:1547: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1071,
+        .call = error_row_norm_1212,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1253: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:1549: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1072,
+        .call = error_row_norm_1213,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1255: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:1551: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1073,
+        .call = error_row_norm_1214,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:1237: dtype of input",
+        .what = "ops.yaml:1533: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1074,
+        .call = error_row_norm_1215,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1270: input.dim >= 2",
+        .what = "ops.yaml:1566: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1077,
+        .call = error_batch_norm_training_1218,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1272: weight.dim == 1",
+        .what = "ops.yaml:1568: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1078,
+        .call = error_batch_norm_training_1219,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1274: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:1570: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1079,
+        .call = error_batch_norm_training_1220,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1276: bias.dim == 1",
+        .what = "ops.yaml:1572: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1080,
+        .call = error_batch_norm_training_1221,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1278: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:1574: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1081,
+        .call = error_batch_norm_training_1222,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1280: running_mean.dim == 1",
+        .what = "ops.yaml:1576: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -17018,13 +22087,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1082,
+        .call = error_batch_norm_training_1223,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1282: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:1578: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -17032,13 +22101,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1083,
+        .call = error_batch_norm_training_1224,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1284: running_var.dim == 1",
+        .what = "ops.yaml:1580: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -17046,13 +22115,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1084,
+        .call = error_batch_norm_training_1225,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1286: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:1582: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -17060,211 +22129,576 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1085,
+        .call = error_batch_norm_training_1226,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:1264: dtype of input",
+        .what = "ops.yaml:1560: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1086,
+        .call = error_batch_norm_training_1227,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:1303: input.dim == 4",
+        .what = "ops.yaml:1599: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1087,
+        .call = error_row_norm_backward_input_1228,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:1314: input.dim == 4",
+        .what = "ops.yaml:1610: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1088,
+        .call = error_row_norm_backward_weight_1229,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:1325: grad_out.dim == 4",
+        .what = "ops.yaml:1621: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1089,
+        .call = error_row_norm_backward_bias_1230,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:1336: input.dim == 4",
+        .what = "ops.yaml:1632: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1090,
+        .call = error_row_norm_double_backward_input_1231,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:1347: input.dim == 4",
+        .what = "ops.yaml:1643: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1091,
+        .call = error_row_norm_double_backward_grad_out_1232,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:1358: input.dim >= 2",
+        .what = "ops.yaml:1654: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1092,
+        .call = error_batch_norm_backward_input_1233,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:1369: input.dim >= 2",
+        .what = "ops.yaml:1665: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1093,
+        .call = error_batch_norm_backward_weight_1234,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:1380: grad_out.dim >= 2",
+        .what = "ops.yaml:1676: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1094,
+        .call = error_batch_norm_backward_bias_1235,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:1391: input.dim >= 2",
+        .what = "ops.yaml:1687: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1095,
+        .call = error_batch_norm_double_backward_input_1236,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:1402: input.dim >= 2",
+        .what = "ops.yaml:1698: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1096,
+        .call = error_batch_norm_double_backward_grad_out_1237,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
+        .op = "softmax.int",
+        .what = "ops.yaml:1713: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1243,
+        .expect = 0,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1706: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_softmax_1244,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1706: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1245,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1731: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1251,
+        .expect = 0,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1724: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_log_softmax_1252,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1724: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1253,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1749: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1257,
+        .expect = 0,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1742: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1258,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1742: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1259,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1766: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1263,
+        .expect = 0,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1759: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1264,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1759: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1265,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "dropout",
+        .what = "ops.yaml:1803: dtype of input",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_dropout_1271,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dropout: ",
+    },
+    {
+        .op = "mse_loss",
+        .what = "ops.yaml:1816: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_1277,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "mse_loss",
+        .what = "ops.yaml:1816: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_1278,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:1831: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_1284,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:1831: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_1285,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:1846: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_1292,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:1846: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_1293,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:1862: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_1299,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:1862: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_1300,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:1877: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1307,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:1877: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1308,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:1894: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_1315,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:1894: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_1316,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:1917: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1323,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:1919: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_nll_loss_1324,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:1910: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1325,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:1910: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1326,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:1940: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1339,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:1942: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_cross_entropy_loss_1340,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:1933: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1341,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:1933: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1342,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:1962: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_1348,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:1962: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_1349,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1421: query.dim >= 2",
+        .what = "ops.yaml:1997: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1104,
+        .call = error_scaled_dot_product_attention_1357,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1423: key.dim >= 2",
+        .what = "ops.yaml:1999: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1105,
+        .call = error_scaled_dot_product_attention_1358,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1425: value.dim >= 2",
+        .what = "ops.yaml:2001: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1106,
+        .call = error_scaled_dot_product_attention_1359,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1427: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:2003: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1107,
+        .call = error_scaled_dot_product_attention_1360,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1429: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:2005: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1108,
+        .call = error_scaled_dot_product_attention_1361,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:1415: dtype of query",
+        .what = "ops.yaml:1991: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1109,
+        .call = error_scaled_dot_product_attention_1362,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1489: is_floating(result_dtype)",
+        .what = "ops.yaml:2153: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1115,
+        .call = error_rand_1390,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1500: is_floating(result_dtype)",
+        .what = "ops.yaml:2164: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1117,
+        .call = error_randn_1392,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
-        .op = "sum_to",
-        .what = "ops.yaml:1508: dtype of self",
+        .op = "normal",
+        .what = "ops.yaml:2240: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1120,
+        .call = error_normal_1414,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "normal: ",
+    },
+    {
+        .op = "uniform",
+        .what = "ops.yaml:2252: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_uniform_1421,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "uniform: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:2265: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_1424,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

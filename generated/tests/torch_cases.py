@@ -1898,298 +1898,825 @@ def case_341(self):
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_342(self, mat2):
-    """mm (ops.yaml:807 sample 0)"""
+def case_342(self):
+    """amin (ops.yaml:798 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_343(self):
+    """amin (ops.yaml:798 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_344(self):
+    """amin (ops.yaml:798 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_345(self):
+    """amin (ops.yaml:798 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_346(self):
+    """amin (ops.yaml:798 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_347(self):
+    """max (ops.yaml:812 sample 0)"""
+    return torch.ops.aten.max(self)
+
+
+def case_348(self):
+    """max (ops.yaml:812 sample 1)"""
+    return torch.ops.aten.max(self)
+
+
+def case_349(self):
+    """max (ops.yaml:812 sample 2)"""
+    return torch.ops.aten.max(self)
+
+
+def case_350(self):
+    """min (ops.yaml:824 sample 0)"""
+    return torch.ops.aten.min(self)
+
+
+def case_351(self):
+    """min (ops.yaml:824 sample 1)"""
+    return torch.ops.aten.min(self)
+
+
+def case_352(self):
+    """min (ops.yaml:824 sample 2)"""
+    return torch.ops.aten.min(self)
+
+
+def case_353(self):
+    """max.dim (ops.yaml:838 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_354(self):
+    """max.dim (ops.yaml:838 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_355(self):
+    """max.dim (ops.yaml:838 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_356(self):
+    """max.dim (ops.yaml:838 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_357(self):
+    """max.dim (ops.yaml:838 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_358(self):
+    """max.dim (ops.yaml:838 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_359(self):
+    """max.dim (ops.yaml:838 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_360(self):
+    """max.dim (ops.yaml:838 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_361(self):
+    """max.dim (ops.yaml:838 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_362(self):
+    """max.dim (ops.yaml:838 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_363(self):
+    """min.dim (ops.yaml:854 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_364(self):
+    """min.dim (ops.yaml:854 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_365(self):
+    """min.dim (ops.yaml:854 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_366(self):
+    """min.dim (ops.yaml:854 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_367(self):
+    """min.dim (ops.yaml:854 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_368(self):
+    """min.dim (ops.yaml:854 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_369(self):
+    """min.dim (ops.yaml:854 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_370(self):
+    """min.dim (ops.yaml:854 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_371(self):
+    """argmax (ops.yaml:868 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_372(self):
+    """argmax (ops.yaml:868 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_373(self):
+    """argmax (ops.yaml:868 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_374(self):
+    """argmax (ops.yaml:868 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_375(self):
+    """argmax (ops.yaml:868 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_376(self):
+    """argmin (ops.yaml:883 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_377(self):
+    """argmin (ops.yaml:883 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_378(self):
+    """argmin (ops.yaml:883 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_379(self):
+    """argmin (ops.yaml:883 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_380(self):
+    """prod (ops.yaml:897 sample 0)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_381(self):
+    """prod (ops.yaml:897 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_382(self):
+    """prod (ops.yaml:897 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_383(self):
+    """prod (ops.yaml:897 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_384(self):
+    """prod.dim_int (ops.yaml:912 sample 0)"""
+    dim = 1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_385(self):
+    """prod.dim_int (ops.yaml:912 sample 1)"""
+    dim = 0
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_386(self):
+    """prod.dim_int (ops.yaml:912 sample 2)"""
+    dim = -1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_387(self):
+    """prod.dim_int (ops.yaml:912 sample 3)"""
+    dim = 0
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_388(self):
+    """all (ops.yaml:926 sample 0)"""
+    return torch.ops.aten.all(self)
+
+
+def case_389(self):
+    """all (ops.yaml:926 sample 1)"""
+    return torch.ops.aten.all(self)
+
+
+def case_390(self):
+    """all.dim (ops.yaml:939 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_391(self):
+    """all.dim (ops.yaml:939 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_392(self):
+    """all.dim (ops.yaml:939 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_393(self):
+    """any (ops.yaml:952 sample 0)"""
+    return torch.ops.aten.any(self)
+
+
+def case_394(self):
+    """any (ops.yaml:952 sample 1)"""
+    return torch.ops.aten.any(self)
+
+
+def case_395(self):
+    """any.dim (ops.yaml:965 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_396(self):
+    """any.dim (ops.yaml:965 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_397(self):
+    """any.dim (ops.yaml:965 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_398(self):
+    """cumsum (ops.yaml:978 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_399(self):
+    """cumsum (ops.yaml:978 sample 1)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_400(self):
+    """cumsum (ops.yaml:978 sample 2)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_401(self):
+    """cumsum (ops.yaml:978 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_402(self):
+    """cumsum (ops.yaml:978 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_403(self):
+    """logsumexp (ops.yaml:992 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_404(self):
+    """logsumexp (ops.yaml:992 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_405(self):
+    """logsumexp (ops.yaml:992 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_406(self):
+    """logsumexp (ops.yaml:992 sample 3)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_407(self):
+    """var.correction (ops.yaml:1005 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_408(self):
+    """var.correction (ops.yaml:1005 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_409(self):
+    """var.correction (ops.yaml:1005 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_410(self):
+    """var.correction (ops.yaml:1005 sample 3)"""
+    dim = []
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_411(self):
+    """std.correction (ops.yaml:1019 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_412(self):
+    """std.correction (ops.yaml:1019 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_413(self):
+    """std.correction (ops.yaml:1019 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_414(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    ord = 2
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_415(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    ord = 1
+    dim = [0, 2]
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_416(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    ord = 2
+    dim = [0]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_417(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    ord = 2
+    dim = []
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_418(self, mat2):
+    """mm (ops.yaml:1103 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_343(self, mat2):
-    """mm (ops.yaml:807 sample 1)"""
+def case_419(self, mat2):
+    """mm (ops.yaml:1103 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_344(self, mat2):
-    """mm (ops.yaml:807 sample 2)"""
+def case_420(self, mat2):
+    """mm (ops.yaml:1103 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_345(self, mat2):
-    """mm (ops.yaml:807 sample 3)"""
+def case_421(self, mat2):
+    """mm (ops.yaml:1103 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_346(self, other):
-    """matmul (ops.yaml:825 sample 0)"""
+def case_422(self, other):
+    """matmul (ops.yaml:1121 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_347(self, other):
-    """matmul (ops.yaml:825 sample 1)"""
+def case_423(self, other):
+    """matmul (ops.yaml:1121 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_348(self, other):
-    """matmul (ops.yaml:825 sample 2)"""
+def case_424(self, other):
+    """matmul (ops.yaml:1121 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_349(self, other):
-    """matmul (ops.yaml:825 sample 3)"""
+def case_425(self, other):
+    """matmul (ops.yaml:1121 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_350(self, other):
-    """matmul (ops.yaml:825 sample 4)"""
+def case_426(self, other):
+    """matmul (ops.yaml:1121 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_351(self, other):
-    """matmul (ops.yaml:825 sample 5)"""
+def case_427(self, other):
+    """matmul (ops.yaml:1121 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_352(self, other):
-    """matmul (ops.yaml:825 sample 6)"""
+def case_428(self, other):
+    """matmul (ops.yaml:1121 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_353(self, other):
-    """matmul (ops.yaml:825 sample 7)"""
+def case_429(self, other):
+    """matmul (ops.yaml:1121 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_354(self, other):
-    """matmul (ops.yaml:825 sample 8)"""
+def case_430(self, other):
+    """matmul (ops.yaml:1121 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_355(self, other):
-    """matmul (ops.yaml:825 sample 9)"""
+def case_431(self, other):
+    """matmul (ops.yaml:1121 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_356(self, other):
-    """matmul (ops.yaml:825 sample 10)"""
+def case_432(self, other):
+    """matmul (ops.yaml:1121 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_357(self, mat2):
-    """bmm (ops.yaml:855 sample 0)"""
+def case_433(self, mat2):
+    """bmm (ops.yaml:1151 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_358(self, mat2):
-    """bmm (ops.yaml:855 sample 1)"""
+def case_434(self, mat2):
+    """bmm (ops.yaml:1151 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_359(self, mat2):
-    """bmm (ops.yaml:855 sample 2)"""
+def case_435(self, mat2):
+    """bmm (ops.yaml:1151 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_360(self, mat2):
-    """bmm (ops.yaml:855 sample 3)"""
+def case_436(self, mat2):
+    """bmm (ops.yaml:1151 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_361(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 0)"""
+def case_437(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_362(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 1)"""
+def case_438(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_363(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 2)"""
+def case_439(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_364(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 3)"""
+def case_440(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_365(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 4)"""
+def case_441(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_366(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 0)"""
+def case_442(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_367(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 1)"""
+def case_443(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_368(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 2)"""
+def case_444(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_369(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 3)"""
+def case_445(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_370(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 4)"""
+def case_446(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_371(self, tensor):
-    """dot (ops.yaml:935 sample 0)"""
+def case_447(self, tensor):
+    """dot (ops.yaml:1231 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_372(self, tensor):
-    """dot (ops.yaml:935 sample 1)"""
+def case_448(self, tensor):
+    """dot (ops.yaml:1231 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_373(self, tensor):
-    """dot (ops.yaml:935 sample 2)"""
+def case_449(self, tensor):
+    """dot (ops.yaml:1231 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_374(self, vec2):
-    """outer (ops.yaml:952 sample 0)"""
+def case_450(self, vec2):
+    """outer (ops.yaml:1248 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_375(self, vec2):
-    """outer (ops.yaml:952 sample 1)"""
+def case_451(self, vec2):
+    """outer (ops.yaml:1248 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_376(self, vec2):
-    """outer (ops.yaml:952 sample 2)"""
+def case_452(self, vec2):
+    """outer (ops.yaml:1248 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_377(self):
-    """t (ops.yaml:992 sample 0)"""
+def case_453(self):
+    """t (ops.yaml:1288 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_378(self):
-    """t (ops.yaml:992 sample 1)"""
+def case_454(self):
+    """t (ops.yaml:1288 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_379(self):
-    """transpose (ops.yaml:1003 sample 0)"""
+def case_455(self):
+    """transpose (ops.yaml:1299 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_380(self):
-    """transpose (ops.yaml:1003 sample 1)"""
+def case_456(self):
+    """transpose (ops.yaml:1299 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_381(self):
-    """permute (ops.yaml:1017 sample 0)"""
+def case_457(self):
+    """permute (ops.yaml:1313 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_382(self):
-    """view (ops.yaml:1026 sample 0)"""
+def case_458(self):
+    """view (ops.yaml:1322 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_383(self):
-    """view (ops.yaml:1026 sample 1)"""
+def case_459(self):
+    """view (ops.yaml:1322 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_384(self):
-    """reshape (ops.yaml:1036 sample 0)"""
+def case_460(self):
+    """reshape (ops.yaml:1332 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_385(self):
-    """reshape (ops.yaml:1036 sample 1)"""
+def case_461(self):
+    """reshape (ops.yaml:1332 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_386(self):
-    """expand (ops.yaml:1046 sample 0)"""
+def case_462(self):
+    """expand (ops.yaml:1342 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_387(self):
-    """expand (ops.yaml:1046 sample 1)"""
+def case_463(self):
+    """expand (ops.yaml:1342 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_388(self):
-    """squeeze (ops.yaml:1056 sample 0)"""
+def case_464(self):
+    """squeeze (ops.yaml:1352 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_389(self):
-    """squeeze.dim (ops.yaml:1066 sample 0)"""
+def case_465(self):
+    """squeeze.dim (ops.yaml:1362 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_390(self):
-    """squeeze.dim (ops.yaml:1066 sample 1)"""
+def case_466(self):
+    """squeeze.dim (ops.yaml:1362 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_391(self):
-    """unsqueeze (ops.yaml:1077 sample 0)"""
+def case_467(self):
+    """unsqueeze (ops.yaml:1373 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_392(self):
-    """unsqueeze (ops.yaml:1077 sample 1)"""
+def case_468(self):
+    """unsqueeze (ops.yaml:1373 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_393(self):
-    """slice (ops.yaml:1091 sample 0)"""
+def case_469(self):
+    """slice (ops.yaml:1387 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2197,8 +2724,8 @@ def case_393(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_394(self):
-    """slice (ops.yaml:1091 sample 1)"""
+def case_470(self):
+    """slice (ops.yaml:1387 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2206,35 +2733,35 @@ def case_394(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_395(self):
-    """select (ops.yaml:1102 sample 0)"""
+def case_471(self):
+    """select (ops.yaml:1398 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_396(self):
-    """select (ops.yaml:1102 sample 1)"""
+def case_472(self):
+    """select (ops.yaml:1398 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_397(self):
-    """contiguous (ops.yaml:1112 sample 0)"""
+def case_473(self):
+    """contiguous (ops.yaml:1408 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_398(input, weight, bias):
-    """layer_norm (ops.yaml:1140 sample 0)"""
+def case_474(input, weight, bias):
+    """layer_norm (ops.yaml:1436 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_399(input, weight):
-    """layer_norm (ops.yaml:1140 sample 1)"""
+def case_475(input, weight):
+    """layer_norm (ops.yaml:1436 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -2242,8 +2769,8 @@ def case_399(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_400(input, bias):
-    """layer_norm (ops.yaml:1140 sample 2)"""
+def case_476(input, bias):
+    """layer_norm (ops.yaml:1436 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -2251,16 +2778,16 @@ def case_400(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_401(input, weight, bias):
-    """layer_norm (ops.yaml:1140 sample 3)"""
+def case_477(input, weight, bias):
+    """layer_norm (ops.yaml:1436 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_402(input):
-    """layer_norm (ops.yaml:1140 sample 4)"""
+def case_478(input):
+    """layer_norm (ops.yaml:1436 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -2269,16 +2796,16 @@ def case_402(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_403(input, weight, bias):
-    """group_norm (ops.yaml:1167 sample 0)"""
+def case_479(input, weight, bias):
+    """group_norm (ops.yaml:1463 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_404(input, weight):
-    """group_norm (ops.yaml:1167 sample 1)"""
+def case_480(input, weight):
+    """group_norm (ops.yaml:1463 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -2286,8 +2813,8 @@ def case_404(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_405(input, bias):
-    """group_norm (ops.yaml:1167 sample 2)"""
+def case_481(input, bias):
+    """group_norm (ops.yaml:1463 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -2295,16 +2822,16 @@ def case_405(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_406(input, weight, bias):
-    """group_norm (ops.yaml:1167 sample 3)"""
+def case_482(input, weight, bias):
+    """group_norm (ops.yaml:1463 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_407(input):
-    """group_norm (ops.yaml:1167 sample 4)"""
+def case_483(input):
+    """group_norm (ops.yaml:1463 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -2313,37 +2840,37 @@ def case_407(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_408(input, weight):
-    """rms_norm (ops.yaml:1191 sample 0)"""
+def case_484(input, weight):
+    """rms_norm (ops.yaml:1487 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_409(input):
-    """rms_norm (ops.yaml:1191 sample 1)"""
+def case_485(input):
+    """rms_norm (ops.yaml:1487 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_410(input, weight):
-    """rms_norm (ops.yaml:1191 sample 2)"""
+def case_486(input, weight):
+    """rms_norm (ops.yaml:1487 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_411(input, weight):
-    """rms_norm (ops.yaml:1191 sample 3)"""
+def case_487(input, weight):
+    """rms_norm (ops.yaml:1487 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_412(input, weight, bias):
-    """batch_norm (ops.yaml:1225 sample 0)"""
+def case_488(input, weight, bias):
+    """batch_norm (ops.yaml:1521 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -2353,8 +2880,8 @@ def case_412(input, weight, bias):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_413(input, running_mean, running_var):
-    """batch_norm (ops.yaml:1225 sample 1)"""
+def case_489(input, running_mean, running_var):
+    """batch_norm (ops.yaml:1521 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -2364,8 +2891,8 @@ def case_413(input, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_414(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:1225 sample 2)"""
+def case_490(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:1521 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -2374,8 +2901,8 @@ def case_414(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_415(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:1225 sample 3)"""
+def case_491(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:1521 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -2384,8 +2911,8 @@ def case_415(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_416(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:1225 sample 4)"""
+def case_492(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:1521 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -2394,8 +2921,8 @@ def case_416(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_417(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:1225 sample 5)"""
+def case_493(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:1521 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -2404,23 +2931,23 @@ def case_417(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_418(input, weight, bias):
-    """row_norm (ops.yaml:1259 sample 0)"""
+def case_494(input, weight, bias):
+    """row_norm (ops.yaml:1555 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_419(input, weight):
-    """row_norm (ops.yaml:1259 sample 1)"""
+def case_495(input, weight):
+    """row_norm (ops.yaml:1555 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_420(input, weight, bias):
-    """batch_norm_training (ops.yaml:1290 sample 0)"""
+def case_496(input, weight, bias):
+    """batch_norm_training (ops.yaml:1586 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -2428,8 +2955,8 @@ def case_420(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_421(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:1290 sample 1)"""
+def case_497(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:1586 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -2437,8 +2964,564 @@ def case_421(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_422(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 0)"""
+def case_498(self):
+    """softmax.int (ops.yaml:1717 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_499(self):
+    """softmax.int (ops.yaml:1717 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_500(self):
+    """softmax.int (ops.yaml:1717 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_501(self):
+    """softmax.int (ops.yaml:1717 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_502(self):
+    """softmax.int (ops.yaml:1717 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_503(self):
+    """log_softmax.int (ops.yaml:1735 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_504(self):
+    """log_softmax.int (ops.yaml:1735 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_505(self):
+    """log_softmax.int (ops.yaml:1735 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_506(self):
+    """log_softmax.int (ops.yaml:1735 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_507(self):
+    """log_softmax.int (ops.yaml:1735 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_508(grad_output, output):
+    """softmax_backward_data (ops.yaml:1753 sample 0)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_509(grad_output, output):
+    """softmax_backward_data (ops.yaml:1753 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_510(grad_output, output):
+    """softmax_backward_data (ops.yaml:1753 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_511(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1770 sample 0)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_512(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1770 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_513(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1770 sample 2)"""
+    dim = 0
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_514(input):
+    """dropout (ops.yaml:1809 sample 0)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_515(input):
+    """dropout (ops.yaml:1809 sample 1)"""
+    p = 0.25
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_516(input):
+    """dropout (ops.yaml:1809 sample 2)"""
+    p = 0.5
+    train = False
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_517(input):
+    """dropout (ops.yaml:1809 sample 3)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_518(input):
+    """dropout (ops.yaml:1809 sample 4)"""
+    p = 1.0
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_519(self, target):
+    """mse_loss (ops.yaml:1823 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_520(self, target):
+    """mse_loss (ops.yaml:1823 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_521(self, target):
+    """mse_loss (ops.yaml:1823 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_522(self, target):
+    """mse_loss (ops.yaml:1823 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_523(self, target):
+    """mse_loss (ops.yaml:1823 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_524(self, target):
+    """l1_loss (ops.yaml:1838 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_525(self, target):
+    """l1_loss (ops.yaml:1838 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_526(self, target):
+    """l1_loss (ops.yaml:1838 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_527(self, target):
+    """l1_loss (ops.yaml:1838 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_528(self, target):
+    """l1_loss (ops.yaml:1838 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_529(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 0)"""
+    reduction = 'mean'
+    beta = 0.5
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_530(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 1)"""
+    reduction = 'none'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_531(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 2)"""
+    reduction = 'sum'
+    beta = 0.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_532(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 3)"""
+    reduction = 'mean'
+    beta = 2.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_533(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 4)"""
+    reduction = 'sum'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_534(self, target):
+    """smooth_l1_loss (ops.yaml:1853 sample 5)"""
+    reduction = 'mean'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_535(self, target):
+    """huber_loss (ops.yaml:1869 sample 0)"""
+    reduction = 'mean'
+    delta = 0.5
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_536(self, target):
+    """huber_loss (ops.yaml:1869 sample 1)"""
+    reduction = 'none'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_537(self, target):
+    """huber_loss (ops.yaml:1869 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_538(self, target):
+    """huber_loss (ops.yaml:1869 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_539(self, target):
+    """huber_loss (ops.yaml:1869 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_540(self, target):
+    """binary_cross_entropy (ops.yaml:1885 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_541(self, target):
+    """binary_cross_entropy (ops.yaml:1885 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_542(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1885 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_543(self, target):
+    """binary_cross_entropy (ops.yaml:1885 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_544(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1885 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_545(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1885 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_546(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_547(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 1)"""
+    pos_weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_548(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_549(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_550(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_551(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 5)"""
+    weight = None
+    pos_weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_552(self, target):
+    """nll_loss (ops.yaml:1924 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_553(self, target, weight):
+    """nll_loss (ops.yaml:1924 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_554(self, target, weight):
+    """nll_loss (ops.yaml:1924 sample 2)"""
+    reduction = 'none'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_555(self, target):
+    """nll_loss (ops.yaml:1924 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 3
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_556(self, target, weight):
+    """nll_loss (ops.yaml:1924 sample 4)"""
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_557(self, target):
+    """nll_loss (ops.yaml:1924 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_558(self, target):
+    """cross_entropy_loss (ops.yaml:1947 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_559(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_560(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 2)"""
+    reduction = 'mean'
+    ignore_index = 3
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_561(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 3)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_562(self, target):
+    """cross_entropy_loss (ops.yaml:1947 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_563(self, target):
+    """cross_entropy_loss (ops.yaml:1947 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.3
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_564(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 6)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_565(self, target):
+    """cross_entropy_loss (ops.yaml:1947 sample 7)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_566(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 8)"""
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.25
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_567(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 9)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_568(self, target):
+    """cross_entropy_loss (ops.yaml:1947 sample 10)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_569(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1947 sample 11)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_570(self, target):
+    """cross_entropy_index (ops.yaml:1972 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_571(self, target):
+    """cross_entropy_index (ops.yaml:1972 sample 1)"""
+    weight = None
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_572(self, target):
+    """cross_entropy_index (ops.yaml:1972 sample 2)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_573(self, target):
+    """cross_entropy_index (ops.yaml:1972 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_574(self, target):
+    """cross_entropy_index (ops.yaml:1972 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_575(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -2446,24 +3529,24 @@ def case_422(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_423(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 1)"""
+def case_576(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_424(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 2)"""
+def case_577(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_425(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 3)"""
+def case_578(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -2471,8 +3554,8 @@ def case_425(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_426(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 4)"""
+def case_579(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -2480,8 +3563,8 @@ def case_426(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_427(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 5)"""
+def case_580(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -2489,8 +3572,8 @@ def case_427(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_428(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:1433 sample 6)"""
+def case_581(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2009 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -2498,24 +3581,48 @@ def case_428(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_429():
-    """zeros (ops.yaml:1445 sample 0)"""
+def case_582():
+    """empty (ops.yaml:2028 sample 0)"""
+    size = [2, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_583():
+    """empty (ops.yaml:2028 sample 1)"""
+    size = [0, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_584():
+    """empty (ops.yaml:2028 sample 2)"""
+    size = []
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_585():
+    """zeros (ops.yaml:2035 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_430():
-    """ones (ops.yaml:1453 sample 0)"""
+def case_586():
+    """ones (ops.yaml:2043 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_431():
-    """full (ops.yaml:1461 sample 0)"""
+def case_587():
+    """full (ops.yaml:2058 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2523,8 +3630,89 @@ def case_431():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_432():
-    """arange (ops.yaml:1476 sample 0)"""
+def case_588():
+    """full (ops.yaml:2058 sample 1)"""
+    size = [2, 3]
+    fill_value = 7
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_589():
+    """full (ops.yaml:2058 sample 2)"""
+    size = [0]
+    fill_value = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_590(self):
+    """empty_like (ops.yaml:2069 sample 0)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_591(self):
+    """empty_like (ops.yaml:2069 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_592(self):
+    """empty_like (ops.yaml:2069 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_593(self):
+    """ones_like (ops.yaml:2089 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_594(self):
+    """ones_like (ops.yaml:2089 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_595(self):
+    """ones_like (ops.yaml:2089 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_596(self):
+    """ones_like (ops.yaml:2089 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_597(self):
+    """full_like (ops.yaml:2101 sample 0)"""
+    fill_value = 2.5
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_598(self):
+    """full_like (ops.yaml:2101 sample 1)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_599(self):
+    """full_like (ops.yaml:2101 sample 2)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_600():
+    """arange (ops.yaml:2106 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2533,30 +3721,242 @@ def case_432():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_433():
-    """rand (ops.yaml:1484 sample 0)"""
-    size = [2, 3]
+def case_601():
+    """linspace (ops.yaml:2121 sample 0)"""
+    start = 0
+    end = 1
+    steps = 5
     dtype = None
     device = None
-    return torch.ops.aten.rand(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_434():
-    """randn (ops.yaml:1495 sample 0)"""
-    size = [2, 3]
+def case_602():
+    """linspace (ops.yaml:2121 sample 1)"""
+    start = -2.5
+    end = 3
+    steps = 1
     dtype = None
     device = None
-    return torch.ops.aten.randn(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_435(self):
-    """sum_to (ops.yaml:1514 sample 0)"""
+def case_603():
+    """linspace (ops.yaml:2121 sample 2)"""
+    start = 0
+    end = 1
+    steps = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
+
+
+def case_604():
+    """eye (ops.yaml:2133 sample 0)"""
+    n = 3
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_605():
+    """eye (ops.yaml:2133 sample 1)"""
+    n = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_606():
+    """eye.m (ops.yaml:2144 sample 0)"""
+    n = 2
+    m = 4
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_607():
+    """eye.m (ops.yaml:2144 sample 1)"""
+    n = 4
+    m = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_608():
+    """rand (ops.yaml:2148 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_609():
+    """randn (ops.yaml:2159 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_610(self):
+    """rand_like (ops.yaml:2176 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_611(self):
+    """rand_like (ops.yaml:2176 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_612(self):
+    """randn_like (ops.yaml:2186 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_613(self):
+    """randn_like (ops.yaml:2186 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_614():
+    """randint (ops.yaml:2197 sample 0)"""
+    high = 10
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_615():
+    """randint (ops.yaml:2197 sample 1)"""
+    high = 10
+    size = [0]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_616():
+    """randint.low (ops.yaml:2208 sample 0)"""
+    low = -5
+    high = 5
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_617():
+    """randperm (ops.yaml:2218 sample 0)"""
+    n = 10
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_618():
+    """randperm (ops.yaml:2218 sample 1)"""
+    n = 0
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_619(self):
+    """bernoulli.p (ops.yaml:2235 sample 0)"""
+    p = 0.25
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_620(self):
+    """bernoulli.p (ops.yaml:2235 sample 1)"""
+    p = 0.75
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_621(self):
+    """bernoulli.p (ops.yaml:2235 sample 2)"""
+    p = 0.5
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_622(self):
+    """normal (ops.yaml:2246 sample 0)"""
+    mean = 1.0
+    std = 2.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_623(self):
+    """normal (ops.yaml:2246 sample 1)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_624(self):
+    """normal (ops.yaml:2246 sample 2)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_625(self):
+    """uniform (ops.yaml:2258 sample 0)"""
+    from_ = -1.0
+    to = 3.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_626(self):
+    """uniform (ops.yaml:2258 sample 1)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_627(self):
+    """uniform (ops.yaml:2258 sample 2)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_628(self):
+    """sum_to (ops.yaml:2271 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_436(self):
-    """sum_to (ops.yaml:1514 sample 1)"""
+def case_629(self):
+    """sum_to (ops.yaml:2271 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3588,289 +4988,868 @@ CASES = [
     dict(op="amax", where="ops.yaml:785 sample 2", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 0", fn=case_342, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:807 sample 1", fn=case_343, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:807 sample 2", fn=case_344, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:807 sample 3", fn=case_345, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 0", fn=case_346, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 1", fn=case_347, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 2", fn=case_348, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 3", fn=case_349, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 4", fn=case_350, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 5", fn=case_351, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 6", fn=case_352, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 7", fn=case_353, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 8", fn=case_354, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 9", fn=case_355, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 10", fn=case_356, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 0", fn=case_357, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 1", fn=case_358, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 2", fn=case_359, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 3", fn=case_360, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:935 sample 0", fn=case_371, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:935 sample 1", fn=case_372, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:935 sample 2", fn=case_373, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:952 sample 0", fn=case_374, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:952 sample 1", fn=case_375, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:952 sample 2", fn=case_376, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:992 sample 0", fn=case_377, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 0", fn=case_342, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:992 sample 1", fn=case_378, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 1", fn=case_343, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 0", fn=case_379, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 2", fn=case_344, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 1", fn=case_380, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 3", fn=case_345, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1017 sample 0", fn=case_381, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 4", fn=case_346, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 0", fn=case_382, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 0", fn=case_347, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 1", fn=case_383, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 1", fn=case_348, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 0", fn=case_384, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 2", fn=case_349, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 1", fn=case_385, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 0", fn=case_350, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 0", fn=case_386, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 1", fn=case_351, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 1", fn=case_387, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 2", fn=case_352, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1056 sample 0", fn=case_388, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result values", fn=case_353, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 0", fn=case_389, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result indices", fn=case_354, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 1", fn=case_390, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result values", fn=case_355, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 0", fn=case_391, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result indices", fn=case_356, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 1", fn=case_392, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result values", fn=case_357, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 0", fn=case_393, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result indices", fn=case_358, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 1", fn=case_394, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result values", fn=case_359, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 0", fn=case_395, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result indices", fn=case_360, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 1", fn=case_396, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result values", fn=case_361, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1112 sample 0", fn=case_397, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result indices", fn=case_362, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1140 sample 0", fn=case_398, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result values", fn=case_363, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1140 sample 1", fn=case_399, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result indices", fn=case_364, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1140 sample 2", fn=case_400, tensors=["input", "bias"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result values", fn=case_365, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1140 sample 3", fn=case_401, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result indices", fn=case_366, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1140 sample 4", fn=case_402, tensors=["input"],
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result values", fn=case_367, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result indices", fn=case_368, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result values", fn=case_369, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result indices", fn=case_370, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 0", fn=case_371, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 1", fn=case_372, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 2", fn=case_373, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 3", fn=case_374, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 4", fn=case_375, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 0", fn=case_376, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 1", fn=case_377, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 2", fn=case_378, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 3", fn=case_379, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 0", fn=case_380, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 1", fn=case_381, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 2", fn=case_382, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 3", fn=case_383, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 0", fn=case_384, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 1", fn=case_385, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 2", fn=case_386, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 3", fn=case_387, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 0", fn=case_388, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 1", fn=case_389, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 0", fn=case_390, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 1", fn=case_391, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 2", fn=case_392, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 0", fn=case_393, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 1", fn=case_394, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 0", fn=case_395, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 1", fn=case_396, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 2", fn=case_397, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 0", fn=case_398, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 1", fn=case_399, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 2", fn=case_400, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 3", fn=case_401, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:1167 sample 0", fn=case_403, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1167 sample 1", fn=case_404, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1167 sample 2", fn=case_405, tensors=["input", "bias"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1167 sample 3", fn=case_406, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1167 sample 4", fn=case_407, tensors=["input"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1191 sample 0", fn=case_408, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rms_norm", where="ops.yaml:1191 sample 1", fn=case_409, tensors=["input"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1191 sample 2", fn=case_410, tensors=["input", "weight"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1191 sample 3", fn=case_411, tensors=["input", "weight"],
+    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 0", fn=case_412, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 1", fn=case_413, tensors=["input", "running_mean", "running_var"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 2", fn=case_414, tensors=["input", "weight", "running_mean", "running_var"],
-         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 3", fn=case_415, tensors=["input", "weight", "running_mean", "running_var"],
-         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 4", fn=case_416, tensors=["input", "bias", "running_mean", "running_var"],
-         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="batch_norm", where="ops.yaml:1225 sample 5", fn=case_417, tensors=["input", "bias", "running_mean", "running_var"],
-         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="row_norm", where="ops.yaml:1259 sample 0", fn=case_418, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="row_norm", where="ops.yaml:1259 sample 1", fn=case_419, tensors=["input", "weight"],
+    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:1290 sample 0", fn=case_420, tensors=["input", "weight", "bias"],
+    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:1290 sample 1", fn=case_421, tensors=["input", "running_mean", "running_var"],
+    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 0", fn=case_422, tensors=["query", "key", "value"],
+    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 1", fn=case_423, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:1436 sample 0", fn=case_474, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:1436 sample 1", fn=case_475, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:1436 sample 2", fn=case_476, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:1436 sample 3", fn=case_477, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:1436 sample 4", fn=case_478, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1463 sample 0", fn=case_479, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1463 sample 1", fn=case_480, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1463 sample 2", fn=case_481, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1463 sample 3", fn=case_482, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:1463 sample 4", fn=case_483, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1487 sample 0", fn=case_484, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1487 sample 1", fn=case_485, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1487 sample 2", fn=case_486, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:1487 sample 3", fn=case_487, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 0", fn=case_488, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 1", fn=case_489, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 2", fn=case_490, tensors=["input", "weight", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 3", fn=case_491, tensors=["input", "weight", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 4", fn=case_492, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:1521 sample 5", fn=case_493, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="row_norm", where="ops.yaml:1555 sample 0", fn=case_494, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="row_norm", where="ops.yaml:1555 sample 1", fn=case_495, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm_training", where="ops.yaml:1586 sample 0", fn=case_496, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm_training", where="ops.yaml:1586 sample 1", fn=case_497, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1717 sample 0", fn=case_498, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1717 sample 1", fn=case_499, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1717 sample 2", fn=case_500, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1717 sample 3", fn=case_501, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1717 sample 4", fn=case_502, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1735 sample 0", fn=case_503, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1735 sample 1", fn=case_504, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1735 sample 2", fn=case_505, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1735 sample 3", fn=case_506, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1735 sample 4", fn=case_507, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 0", fn=case_508, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 1", fn=case_509, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 2", fn=case_510, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 0", fn=case_511, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 1", fn=case_512, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 2", fn=case_513, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:1809 sample 0", fn=case_514, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1809 sample 1", fn=case_515, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1809 sample 2", fn=case_516, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1809 sample 3", fn=case_517, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1809 sample 4", fn=case_518, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:1823 sample 0", fn=case_519, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1823 sample 1", fn=case_520, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1823 sample 2", fn=case_521, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1823 sample 3", fn=case_522, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1823 sample 4", fn=case_523, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1838 sample 0", fn=case_524, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1838 sample 1", fn=case_525, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1838 sample 2", fn=case_526, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1838 sample 3", fn=case_527, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1838 sample 4", fn=case_528, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 0", fn=case_529, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 1", fn=case_530, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 2", fn=case_531, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 3", fn=case_532, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 4", fn=case_533, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 5", fn=case_534, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1869 sample 0", fn=case_535, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1869 sample 1", fn=case_536, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1869 sample 2", fn=case_537, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1869 sample 3", fn=case_538, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1869 sample 4", fn=case_539, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 0", fn=case_540, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 1", fn=case_541, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 2", fn=case_542, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 3", fn=case_543, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 4", fn=case_544, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 5", fn=case_545, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 0", fn=case_546, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 1", fn=case_547, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 2", fn=case_548, tensors=["self", "target", "weight", "pos_weight"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 3", fn=case_549, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 4", fn=case_550, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 5", fn=case_551, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 0", fn=case_552, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 1", fn=case_553, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 2", fn=case_554, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 3", fn=case_555, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 4", fn=case_556, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1924 sample 5", fn=case_557, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 0", fn=case_558, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 1", fn=case_559, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 2", fn=case_560, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 3", fn=case_561, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 4", fn=case_562, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 5", fn=case_563, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 6", fn=case_564, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 7", fn=case_565, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 8", fn=case_566, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 9", fn=case_567, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 10", fn=case_568, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 11", fn=case_569, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 0", fn=case_570, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 1", fn=case_571, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 2", fn=case_572, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 3", fn=case_573, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 4", fn=case_574, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 0", fn=case_575, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 1", fn=case_576, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 2", fn=case_424, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 2", fn=case_577, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 3", fn=case_425, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 3", fn=case_578, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 4", fn=case_426, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 4", fn=case_579, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 5", fn=case_427, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 5", fn=case_580, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:1433 sample 6", fn=case_428, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 6", fn=case_581, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1445 sample 0", fn=case_429, tensors=[],
+    dict(op="empty", where="ops.yaml:2028 sample 0", fn=case_582, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1453 sample 0", fn=case_430, tensors=[],
+    dict(op="empty", where="ops.yaml:2028 sample 1", fn=case_583, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1461 sample 0", fn=case_431, tensors=[],
+    dict(op="empty", where="ops.yaml:2028 sample 2", fn=case_584, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1476 sample 0", fn=case_432, tensors=[],
+    dict(op="zeros", where="ops.yaml:2035 sample 0", fn=case_585, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1484 sample 0", fn=case_433, tensors=[],
+    dict(op="ones", where="ops.yaml:2043 sample 0", fn=case_586, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1495 sample 0", fn=case_434, tensors=[],
+    dict(op="full", where="ops.yaml:2058 sample 0", fn=case_587, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1514 sample 0", fn=case_435, tensors=["self"],
+    dict(op="full", where="ops.yaml:2058 sample 1", fn=case_588, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:2058 sample 2", fn=case_589, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2069 sample 0", fn=case_590, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2069 sample 1", fn=case_591, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2069 sample 2", fn=case_592, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2089 sample 0", fn=case_593, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2089 sample 1", fn=case_594, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2089 sample 2", fn=case_595, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2089 sample 3", fn=case_596, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2101 sample 0", fn=case_597, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2101 sample 1", fn=case_598, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2101 sample 2", fn=case_599, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="arange", where="ops.yaml:2106 sample 0", fn=case_600, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2121 sample 0", fn=case_601, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2121 sample 1", fn=case_602, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2121 sample 2", fn=case_603, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:2133 sample 0", fn=case_604, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:2133 sample 1", fn=case_605, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:2144 sample 0", fn=case_606, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:2144 sample 1", fn=case_607, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:2148 sample 0", fn=case_608, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randn", where="ops.yaml:2159 sample 0", fn=case_609, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:2176 sample 0", fn=case_610, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:2176 sample 1", fn=case_611, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:2186 sample 0", fn=case_612, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:2186 sample 1", fn=case_613, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randint", where="ops.yaml:2197 sample 0", fn=case_614, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint", where="ops.yaml:2197 sample 1", fn=case_615, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint.low", where="ops.yaml:2208 sample 0", fn=case_616, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:2218 sample 0", fn=case_617, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:2218 sample 1", fn=case_618, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2235 sample 0", fn=case_619, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2235 sample 1", fn=case_620, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2235 sample 2", fn=case_621, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:2246 sample 0", fn=case_622, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1514 sample 1", fn=case_436, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2246 sample 1", fn=case_623, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="normal", where="ops.yaml:2246 sample 2", fn=case_624, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="uniform", where="ops.yaml:2258 sample 0", fn=case_625, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2258 sample 1", fn=case_626, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2258 sample 2", fn=case_627, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="sum_to", where="ops.yaml:2271 sample 0", fn=case_628, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:2271 sample 1", fn=case_629, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

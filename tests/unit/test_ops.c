@@ -24,6 +24,8 @@ value_at(uint64_t *state, const char *domain)
         return 0.5 + 1.5 * u;
     if (domain != NULL && strcmp(domain, "nonzero") == 0)
         return (u < 0.5 ? -1.0 : 1.0) * (0.2 + 1.6 * fabs(u - 0.5));
+    if (domain != NULL && strcmp(domain, "unit") == 0)
+        return 0.05 + 0.9 * u;
     return 4.0 * u - 2.0;
 }
 

@@ -1824,7 +1824,483 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:792) */
+/* ---- amin (ops.yaml:790) */
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin(yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
+                                bool keepdim);
+
+/* ---- max (ops.yaml:805) */
+
+/* max(Tensor self) -> Tensor
+ * Largest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max(yt_tensor *self);
+
+/* ---- min (ops.yaml:817) */
+
+/* min(Tensor self) -> Tensor
+ * Smallest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_min(yt_tensor *self);
+
+/* ---- max.dim (ops.yaml:829) */
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- min.dim (ops.yaml:845) */
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- argmax (ops.yaml:860) */
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax(yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- argmin (ops.yaml:875) */
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin(yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- prod (ops.yaml:889) */
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Uses the defaults dtype=None; yt_prod_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod(yt_tensor *self);
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- prod.dim_int (ops.yaml:903) */
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int(yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
+                                        yt_dtype dtype);
+
+/* ---- all (ops.yaml:918) */
+
+/* all(Tensor self) -> Tensor
+ * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
+ * input, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all(yt_tensor *self);
+
+/* ---- all.dim (ops.yaml:930) */
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim(yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- any (ops.yaml:944) */
+
+/* any(Tensor self) -> Tensor
+ * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
+ * as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any(yt_tensor *self);
+
+/* ---- any.dim (ops.yaml:956) */
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim(yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- cumsum (ops.yaml:970) */
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum(yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- logsumexp (ops.yaml:985) */
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Uses the defaults keepdim=False; yt_logsumexp_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len);
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* ---- var.correction (ops.yaml:998) */
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_var_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var(yt_tensor *self);
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- std.correction (ops.yaml:1012) */
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_std_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std(yt_tensor *self);
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- linalg_vector_norm (ops.yaml:1025) */
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Uses the defaults ord=2, dim=[], keepdim=False, dtype=None; yt_linalg_vector_norm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
+                                           int dim_len, bool keepdim, yt_dtype dtype);
+
+/* ---- evenly_distribute_backward (ops.yaml:1044) */
+
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
+
+/* ---- prod_backward (ops.yaml:1051) */
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * Gradient of the full prod: the product of the other elements, exact when some are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
+
+/* ---- prod_dim_backward (ops.yaml:1058) */
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
+ * are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                       int64_t dim, bool keepdim);
+
+/* ---- cumsum_backward (ops.yaml:1065) */
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
+
+/* ---- norm_backward (ops.yaml:1072) */
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                   yt_tensor *output, const int64_t *dim, int dim_len,
+                                   bool keepdim);
+
+/* ---- value_selecting_reduction_backward (ops.yaml:1079) */
+
+/* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
+ * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim,
+                                                        yt_tensor *indices, const int64_t *sizes,
+                                                        int sizes_len, bool keepdim);
+
+/* ---- mm (ops.yaml:1088) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -1841,7 +2317,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:813) */
+/* ---- matmul (ops.yaml:1109) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -1850,7 +2326,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:838) */
+/* ---- bmm (ops.yaml:1134) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -1867,7 +2343,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:861) */
+/* ---- addmm (ops.yaml:1157) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -1903,7 +2379,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:889) */
+/* ---- baddbmm (ops.yaml:1185) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -1940,7 +2416,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:921) */
+/* ---- dot (ops.yaml:1217) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -1948,7 +2424,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:940) */
+/* ---- outer (ops.yaml:1236) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -1956,7 +2432,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:983) */
+/* ---- t (ops.yaml:1279) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -1964,7 +2440,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:996) */
+/* ---- transpose (ops.yaml:1292) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -1972,7 +2448,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1007) */
+/* ---- permute (ops.yaml:1303) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -1981,7 +2457,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1020) */
+/* ---- view (ops.yaml:1316) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1990,7 +2466,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1030) */
+/* ---- reshape (ops.yaml:1326) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -1998,7 +2474,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1040) */
+/* ---- expand (ops.yaml:1336) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2006,7 +2482,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1050) */
+/* ---- squeeze (ops.yaml:1346) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2014,7 +2490,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1059) */
+/* ---- squeeze.dim (ops.yaml:1355) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2022,7 +2498,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1070) */
+/* ---- unsqueeze (ops.yaml:1366) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2030,7 +2506,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1081) */
+/* ---- slice (ops.yaml:1377) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2048,7 +2524,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1095) */
+/* ---- select (ops.yaml:1391) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2056,7 +2532,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1106) */
+/* ---- contiguous (ops.yaml:1402) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2064,7 +2540,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- layer_norm (ops.yaml:1124) */
+/* ---- layer_norm (ops.yaml:1420) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -2084,7 +2560,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:1147) */
+/* ---- group_norm (ops.yaml:1443) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -2104,7 +2580,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:1177) */
+/* ---- rms_norm (ops.yaml:1473) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -2123,7 +2599,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:1198) */
+/* ---- batch_norm (ops.yaml:1494) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -2136,7 +2612,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:1237) */
+/* ---- row_norm (ops.yaml:1533) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -2147,7 +2623,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:1264) */
+/* ---- batch_norm_training (ops.yaml:1560) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -2160,7 +2636,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:1297) */
+/* ---- row_norm_backward_input (ops.yaml:1593) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -2169,7 +2645,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:1308) */
+/* ---- row_norm_backward_weight (ops.yaml:1604) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -2179,7 +2655,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:1320) */
+/* ---- row_norm_backward_bias (ops.yaml:1616) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -2187,7 +2663,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_double_backward_input (ops.yaml:1330) */
+/* ---- row_norm_double_backward_input (ops.yaml:1626) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -2197,7 +2673,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:1341) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:1637) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -2207,7 +2683,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:1352) */
+/* ---- batch_norm_backward_input (ops.yaml:1648) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -2217,7 +2693,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:1363) */
+/* ---- batch_norm_backward_weight (ops.yaml:1659) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -2226,7 +2702,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:1375) */
+/* ---- batch_norm_backward_bias (ops.yaml:1671) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -2234,7 +2710,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:1385) */
+/* ---- batch_norm_double_backward_input (ops.yaml:1681) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -2244,7 +2720,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:1396) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:1692) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -2254,7 +2730,280 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- scaled_dot_product_attention (ops.yaml:1415) */
+/* ---- softmax.int (ops.yaml:1706) */
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- log_softmax.int (ops.yaml:1724) */
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_log_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- softmax_backward_data (ops.yaml:1742) */
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data (ops.yaml:1759) */
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
+                                               int64_t dim);
+
+/* ---- softmax_double_backward (ops.yaml:1776) */
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                             yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_double_backward (ops.yaml:1784) */
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                                 yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:1792) */
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
+ * exp(output), dim).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
+                                                       int64_t dim);
+
+/* ---- dropout (ops.yaml:1803) */
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Uses the defaults generator=None; yt_dropout_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
+
+/* ---- mse_loss (ops.yaml:1816) */
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_mse_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- l1_loss (ops.yaml:1831) */
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- smooth_l1_loss (ops.yaml:1846) */
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Uses the defaults reduction=mean, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                       double beta);
+
+/* ---- huber_loss (ops.yaml:1862) */
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Uses the defaults reduction=mean, delta=1.0; yt_huber_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                   double delta);
+
+/* ---- binary_cross_entropy (ops.yaml:1877) */
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean; yt_binary_cross_entropy_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                             const char *reduction);
+
+/* ---- binary_cross_entropy_with_logits (ops.yaml:1894) */
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Uses the defaults weight=None, pos_weight=None, reduction=mean; yt_binary_cross_entropy_with_logits_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
+                                                         yt_tensor *weight, yt_tensor *pos_weight,
+                                                         const char *reduction);
+
+/* ---- nll_loss (ops.yaml:1910) */
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100; yt_nll_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                 const char *reduction, int64_t ignore_index);
+
+/* ---- cross_entropy_loss (ops.yaml:1933) */
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction, int64_t ignore_index,
+                                           double label_smoothing);
+
+/* ---- cross_entropy_index (ops.yaml:1962) */
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                            const char *reduction, int64_t ignore_index,
+                                            double label_smoothing);
+
+/* ---- cross_entropy_index_backward (ops.yaml:1980) */
+
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
+ * ops so that it is differentiable.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+/* ---- scaled_dot_product_attention (ops.yaml:1991) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -2279,7 +3028,22 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- zeros (ops.yaml:1445) */
+/* ---- empty (ops.yaml:2021) */
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_empty_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+
+/* ---- zeros (ops.yaml:2035) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2294,7 +3058,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1453) */
+/* ---- ones (ops.yaml:2043) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2309,23 +3073,42 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1461) */
+/* ---- full (ops.yaml:2051) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Uses the defaults dtype=None, device=None; yt_full_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_value);
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1469) */
+/* ---- empty_like (ops.yaml:2063) */
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Uses the defaults dtype=None; yt_empty_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like(yt_tensor *self);
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- zeros_like (ops.yaml:2076) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2333,53 +3116,336 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1476) */
+/* ---- ones_like (ops.yaml:2083) */
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_ones_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like(yt_tensor *self);
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- full_like (ops.yaml:2095) */
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Uses the defaults dtype=None; yt_full_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
+
+/* ---- arange (ops.yaml:2106) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Uses the defaults step=1, dtype=None, device=None; yt_arange_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1484) */
+/* ---- linspace (ops.yaml:2114) */
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_rand_ex() takes every argument.
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_linspace_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- eye (ops.yaml:2126) */
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_eye_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye(int64_t n);
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
+
+/* ---- eye.m (ops.yaml:2137) */
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Uses the defaults dtype=None, device=None; yt_eye_m_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
+
+/* ---- rand (ops.yaml:2148) */
+
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_rand_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
+                             yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1495) */
+/* ---- randn (ops.yaml:2159) */
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_randn_ex() takes every argument.
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randn_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
+                              yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1508) */
+/* ---- rand_like (ops.yaml:2170) */
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_rand_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like(yt_tensor *self);
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randn_like (ops.yaml:2180) */
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_randn_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like(yt_tensor *self);
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randint (ops.yaml:2190) */
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
+                                yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randint.low (ops.yaml:2201) */
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_low_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len);
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randperm (ops.yaml:2211) */
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randperm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm(int64_t n);
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- bernoulli (ops.yaml:2222) */
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Uses the defaults generator=None; yt_bernoulli_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
+
+/* ---- bernoulli.p (ops.yaml:2229) */
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
+
+/* ---- normal (ops.yaml:2240) */
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* ---- uniform (ops.yaml:2252) */
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* ---- sum_to (ops.yaml:2265) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2387,7 +3453,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1519) */
+/* ---- sum_backward (ops.yaml:2276) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2396,7 +3462,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1526) */
+/* ---- mean_backward (ops.yaml:2283) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2405,7 +3471,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1533) */
+/* ---- amax_backward (ops.yaml:2290) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2414,7 +3480,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1540) */
+/* ---- permute_backward (ops.yaml:2297) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2422,7 +3488,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1547) */
+/* ---- pow_backward (ops.yaml:2304) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2430,7 +3496,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1554) */
+/* ---- pow_backward_self (ops.yaml:2311) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2438,7 +3504,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1561) */
+/* ---- pow_backward_exponent (ops.yaml:2318) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2447,7 +3513,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1568) */
+/* ---- slice_backward (ops.yaml:2325) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2457,7 +3523,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1576) */
+/* ---- select_backward (ops.yaml:2333) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
