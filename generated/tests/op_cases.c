@@ -19822,7 +19822,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2028 sample 0",
+        .where = "ops.yaml:2029 sample 0",
         .n_inputs = 0,
         .call = call_empty_1363,
         .call_inplace = NULL,
@@ -19832,7 +19832,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2028 sample 1",
+        .where = "ops.yaml:2029 sample 1",
         .n_inputs = 0,
         .call = call_empty_1364,
         .call_inplace = NULL,
@@ -19842,7 +19842,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2028 sample 2",
+        .where = "ops.yaml:2029 sample 2",
         .n_inputs = 0,
         .call = call_empty_1365,
         .call_inplace = NULL,
@@ -19852,7 +19852,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:2035 sample 0",
+        .where = "ops.yaml:2036 sample 0",
         .n_inputs = 0,
         .call = call_zeros_1366,
         .call_inplace = NULL,
@@ -19862,7 +19862,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:2043 sample 0",
+        .where = "ops.yaml:2044 sample 0",
         .n_inputs = 0,
         .call = call_ones_1367,
         .call_inplace = NULL,
@@ -19872,7 +19872,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2058 sample 0",
+        .where = "ops.yaml:2059 sample 0",
         .n_inputs = 0,
         .call = call_full_1368,
         .call_inplace = NULL,
@@ -19882,7 +19882,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2058 sample 1",
+        .where = "ops.yaml:2059 sample 1",
         .n_inputs = 0,
         .call = call_full_1369,
         .call_inplace = NULL,
@@ -19892,7 +19892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2058 sample 2",
+        .where = "ops.yaml:2059 sample 2",
         .n_inputs = 0,
         .call = call_full_1370,
         .call_inplace = NULL,
@@ -19902,7 +19902,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2069 sample 0",
+        .where = "ops.yaml:2070 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1371,
@@ -19913,7 +19913,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2069 sample 1",
+        .where = "ops.yaml:2070 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19925,7 +19925,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2069 sample 2",
+        .where = "ops.yaml:2070 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1373,
@@ -19936,7 +19936,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2089 sample 0",
+        .where = "ops.yaml:2090 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1374,
@@ -19947,7 +19947,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2089 sample 1",
+        .where = "ops.yaml:2090 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19959,7 +19959,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2089 sample 2",
+        .where = "ops.yaml:2090 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1376,
@@ -19970,7 +19970,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2089 sample 3",
+        .where = "ops.yaml:2090 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1377,
@@ -19981,7 +19981,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2101 sample 0",
+        .where = "ops.yaml:2102 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1378,
@@ -19992,7 +19992,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2101 sample 1",
+        .where = "ops.yaml:2102 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20004,7 +20004,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2101 sample 2",
+        .where = "ops.yaml:2102 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1380,
@@ -20015,7 +20015,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:2106 sample 0",
+        .where = "ops.yaml:2107 sample 0",
         .n_inputs = 0,
         .call = call_arange_1381,
         .call_inplace = NULL,
@@ -20025,7 +20025,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2121 sample 0",
+        .where = "ops.yaml:2122 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1382,
         .call_inplace = NULL,
@@ -20035,7 +20035,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2121 sample 1",
+        .where = "ops.yaml:2122 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1383,
         .call_inplace = NULL,
@@ -20045,7 +20045,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2121 sample 2",
+        .where = "ops.yaml:2122 sample 2",
         .n_inputs = 0,
         .call = call_linspace_1384,
         .call_inplace = NULL,
@@ -20055,7 +20055,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2133 sample 0",
+        .where = "ops.yaml:2134 sample 0",
         .n_inputs = 0,
         .call = call_eye_1385,
         .call_inplace = NULL,
@@ -20065,7 +20065,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2133 sample 1",
+        .where = "ops.yaml:2134 sample 1",
         .n_inputs = 0,
         .call = call_eye_1386,
         .call_inplace = NULL,
@@ -20075,7 +20075,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2144 sample 0",
+        .where = "ops.yaml:2145 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1387,
         .call_inplace = NULL,
@@ -20085,7 +20085,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2144 sample 1",
+        .where = "ops.yaml:2145 sample 1",
         .n_inputs = 0,
         .call = call_eye_m_1388,
         .call_inplace = NULL,
@@ -20095,7 +20095,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:2148 sample 0",
+        .where = "ops.yaml:2149 sample 0",
         .n_inputs = 0,
         .call = call_rand_1389,
         .call_inplace = NULL,
@@ -20105,7 +20105,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:2159 sample 0",
+        .where = "ops.yaml:2160 sample 0",
         .n_inputs = 0,
         .call = call_randn_1391,
         .call_inplace = NULL,
@@ -20115,7 +20115,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2176 sample 0",
+        .where = "ops.yaml:2177 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1393,
@@ -20126,7 +20126,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2176 sample 1",
+        .where = "ops.yaml:2177 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1394,
@@ -20137,7 +20137,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2186 sample 0",
+        .where = "ops.yaml:2187 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1395,
@@ -20148,7 +20148,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2186 sample 1",
+        .where = "ops.yaml:2187 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1396,
@@ -20159,7 +20159,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2197 sample 0",
+        .where = "ops.yaml:2198 sample 0",
         .n_inputs = 0,
         .call = call_randint_1397,
         .call_inplace = NULL,
@@ -20169,7 +20169,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2197 sample 1",
+        .where = "ops.yaml:2198 sample 1",
         .n_inputs = 0,
         .call = call_randint_1398,
         .call_inplace = NULL,
@@ -20179,7 +20179,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:2208 sample 0",
+        .where = "ops.yaml:2209 sample 0",
         .n_inputs = 0,
         .call = call_randint_low_1399,
         .call_inplace = NULL,
@@ -20189,7 +20189,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2218 sample 0",
+        .where = "ops.yaml:2219 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1400,
         .call_inplace = NULL,
@@ -20199,7 +20199,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2218 sample 1",
+        .where = "ops.yaml:2219 sample 1",
         .n_inputs = 0,
         .call = call_randperm_1401,
         .call_inplace = NULL,
@@ -20209,7 +20209,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2235 sample 0",
+        .where = "ops.yaml:2236 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1402,
@@ -20220,7 +20220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2235 sample 1",
+        .where = "ops.yaml:2236 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20232,7 +20232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2235 sample 2",
+        .where = "ops.yaml:2236 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1406,
@@ -20243,7 +20243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2246 sample 0",
+        .where = "ops.yaml:2247 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1408,
@@ -20254,7 +20254,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2246 sample 1",
+        .where = "ops.yaml:2247 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20266,7 +20266,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2246 sample 2",
+        .where = "ops.yaml:2247 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1412,
@@ -20277,7 +20277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2258 sample 0",
+        .where = "ops.yaml:2259 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1415,
@@ -20288,7 +20288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2258 sample 1",
+        .where = "ops.yaml:2259 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20300,7 +20300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2258 sample 2",
+        .where = "ops.yaml:2259 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1419,
@@ -20311,7 +20311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2271 sample 0",
+        .where = "ops.yaml:2272 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1422,
@@ -20322,7 +20322,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2271 sample 1",
+        .where = "ops.yaml:2272 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1423,
@@ -22661,7 +22661,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:2153: is_floating(result_dtype)",
+        .what = "ops.yaml:2154: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_1390,
         .expect = 0,
@@ -22669,7 +22669,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:2164: is_floating(result_dtype)",
+        .what = "ops.yaml:2165: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_1392,
         .expect = 0,
@@ -22677,7 +22677,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "normal",
-        .what = "ops.yaml:2240: dtype of self",
+        .what = "ops.yaml:2241: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_normal_1414,
@@ -22686,7 +22686,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:2252: dtype of self",
+        .what = "ops.yaml:2253: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_uniform_1421,
@@ -22695,7 +22695,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:2265: dtype of self",
+        .what = "ops.yaml:2266: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_sum_to_1424,

@@ -3582,7 +3582,7 @@ def case_581(query, key, value):
 
 
 def case_582():
-    """empty (ops.yaml:2028 sample 0)"""
+    """empty (ops.yaml:2029 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3590,7 +3590,7 @@ def case_582():
 
 
 def case_583():
-    """empty (ops.yaml:2028 sample 1)"""
+    """empty (ops.yaml:2029 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -3598,7 +3598,7 @@ def case_583():
 
 
 def case_584():
-    """empty (ops.yaml:2028 sample 2)"""
+    """empty (ops.yaml:2029 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -3606,7 +3606,7 @@ def case_584():
 
 
 def case_585():
-    """zeros (ops.yaml:2035 sample 0)"""
+    """zeros (ops.yaml:2036 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3614,7 +3614,7 @@ def case_585():
 
 
 def case_586():
-    """ones (ops.yaml:2043 sample 0)"""
+    """ones (ops.yaml:2044 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3622,7 +3622,7 @@ def case_586():
 
 
 def case_587():
-    """full (ops.yaml:2058 sample 0)"""
+    """full (ops.yaml:2059 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3631,7 +3631,7 @@ def case_587():
 
 
 def case_588():
-    """full (ops.yaml:2058 sample 1)"""
+    """full (ops.yaml:2059 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3640,7 +3640,7 @@ def case_588():
 
 
 def case_589():
-    """full (ops.yaml:2058 sample 2)"""
+    """full (ops.yaml:2059 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3649,70 +3649,70 @@ def case_589():
 
 
 def case_590(self):
-    """empty_like (ops.yaml:2069 sample 0)"""
+    """empty_like (ops.yaml:2070 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_591(self):
-    """empty_like (ops.yaml:2069 sample 1)"""
+    """empty_like (ops.yaml:2070 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_592(self):
-    """empty_like (ops.yaml:2069 sample 2)"""
+    """empty_like (ops.yaml:2070 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_593(self):
-    """ones_like (ops.yaml:2089 sample 0)"""
+    """ones_like (ops.yaml:2090 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_594(self):
-    """ones_like (ops.yaml:2089 sample 1)"""
+    """ones_like (ops.yaml:2090 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_595(self):
-    """ones_like (ops.yaml:2089 sample 2)"""
+    """ones_like (ops.yaml:2090 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_596(self):
-    """ones_like (ops.yaml:2089 sample 3)"""
+    """ones_like (ops.yaml:2090 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_597(self):
-    """full_like (ops.yaml:2101 sample 0)"""
+    """full_like (ops.yaml:2102 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_598(self):
-    """full_like (ops.yaml:2101 sample 1)"""
+    """full_like (ops.yaml:2102 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_599(self):
-    """full_like (ops.yaml:2101 sample 2)"""
+    """full_like (ops.yaml:2102 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_600():
-    """arange (ops.yaml:2106 sample 0)"""
+    """arange (ops.yaml:2107 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3722,7 +3722,7 @@ def case_600():
 
 
 def case_601():
-    """linspace (ops.yaml:2121 sample 0)"""
+    """linspace (ops.yaml:2122 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3732,7 +3732,7 @@ def case_601():
 
 
 def case_602():
-    """linspace (ops.yaml:2121 sample 1)"""
+    """linspace (ops.yaml:2122 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3742,7 +3742,7 @@ def case_602():
 
 
 def case_603():
-    """linspace (ops.yaml:2121 sample 2)"""
+    """linspace (ops.yaml:2122 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3752,7 +3752,7 @@ def case_603():
 
 
 def case_604():
-    """eye (ops.yaml:2133 sample 0)"""
+    """eye (ops.yaml:2134 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -3760,7 +3760,7 @@ def case_604():
 
 
 def case_605():
-    """eye (ops.yaml:2133 sample 1)"""
+    """eye (ops.yaml:2134 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -3768,7 +3768,7 @@ def case_605():
 
 
 def case_606():
-    """eye.m (ops.yaml:2144 sample 0)"""
+    """eye.m (ops.yaml:2145 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3777,7 +3777,7 @@ def case_606():
 
 
 def case_607():
-    """eye.m (ops.yaml:2144 sample 1)"""
+    """eye.m (ops.yaml:2145 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3786,7 +3786,7 @@ def case_607():
 
 
 def case_608():
-    """rand (ops.yaml:2148 sample 0)"""
+    """rand (ops.yaml:2149 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3795,7 +3795,7 @@ def case_608():
 
 
 def case_609():
-    """randn (ops.yaml:2159 sample 0)"""
+    """randn (ops.yaml:2160 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3804,35 +3804,35 @@ def case_609():
 
 
 def case_610(self):
-    """rand_like (ops.yaml:2176 sample 0)"""
+    """rand_like (ops.yaml:2177 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_611(self):
-    """rand_like (ops.yaml:2176 sample 1)"""
+    """rand_like (ops.yaml:2177 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_612(self):
-    """randn_like (ops.yaml:2186 sample 0)"""
+    """randn_like (ops.yaml:2187 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_613(self):
-    """randn_like (ops.yaml:2186 sample 1)"""
+    """randn_like (ops.yaml:2187 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_614():
-    """randint (ops.yaml:2197 sample 0)"""
+    """randint (ops.yaml:2198 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3842,7 +3842,7 @@ def case_614():
 
 
 def case_615():
-    """randint (ops.yaml:2197 sample 1)"""
+    """randint (ops.yaml:2198 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3852,7 +3852,7 @@ def case_615():
 
 
 def case_616():
-    """randint.low (ops.yaml:2208 sample 0)"""
+    """randint.low (ops.yaml:2209 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3863,7 +3863,7 @@ def case_616():
 
 
 def case_617():
-    """randperm (ops.yaml:2218 sample 0)"""
+    """randperm (ops.yaml:2219 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3872,7 +3872,7 @@ def case_617():
 
 
 def case_618():
-    """randperm (ops.yaml:2218 sample 1)"""
+    """randperm (ops.yaml:2219 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3881,28 +3881,28 @@ def case_618():
 
 
 def case_619(self):
-    """bernoulli.p (ops.yaml:2235 sample 0)"""
+    """bernoulli.p (ops.yaml:2236 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_620(self):
-    """bernoulli.p (ops.yaml:2235 sample 1)"""
+    """bernoulli.p (ops.yaml:2236 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_621(self):
-    """bernoulli.p (ops.yaml:2235 sample 2)"""
+    """bernoulli.p (ops.yaml:2236 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_622(self):
-    """normal (ops.yaml:2246 sample 0)"""
+    """normal (ops.yaml:2247 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -3910,7 +3910,7 @@ def case_622(self):
 
 
 def case_623(self):
-    """normal (ops.yaml:2246 sample 1)"""
+    """normal (ops.yaml:2247 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -3918,7 +3918,7 @@ def case_623(self):
 
 
 def case_624(self):
-    """normal (ops.yaml:2246 sample 2)"""
+    """normal (ops.yaml:2247 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -3926,7 +3926,7 @@ def case_624(self):
 
 
 def case_625(self):
-    """uniform (ops.yaml:2258 sample 0)"""
+    """uniform (ops.yaml:2259 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -3934,7 +3934,7 @@ def case_625(self):
 
 
 def case_626(self):
-    """uniform (ops.yaml:2258 sample 1)"""
+    """uniform (ops.yaml:2259 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -3942,7 +3942,7 @@ def case_626(self):
 
 
 def case_627(self):
-    """uniform (ops.yaml:2258 sample 2)"""
+    """uniform (ops.yaml:2259 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -3950,13 +3950,13 @@ def case_627(self):
 
 
 def case_628(self):
-    """sum_to (ops.yaml:2271 sample 0)"""
+    """sum_to (ops.yaml:2272 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_629(self):
-    """sum_to (ops.yaml:2271 sample 1)"""
+    """sum_to (ops.yaml:2272 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -5708,148 +5708,148 @@ CASES = [
     dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 6", fn=case_581, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2028 sample 0", fn=case_582, tensors=[],
+    dict(op="empty", where="ops.yaml:2029 sample 0", fn=case_582, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2028 sample 1", fn=case_583, tensors=[],
+    dict(op="empty", where="ops.yaml:2029 sample 1", fn=case_583, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2028 sample 2", fn=case_584, tensors=[],
+    dict(op="empty", where="ops.yaml:2029 sample 2", fn=case_584, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2035 sample 0", fn=case_585, tensors=[],
+    dict(op="zeros", where="ops.yaml:2036 sample 0", fn=case_585, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2043 sample 0", fn=case_586, tensors=[],
+    dict(op="ones", where="ops.yaml:2044 sample 0", fn=case_586, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2058 sample 0", fn=case_587, tensors=[],
+    dict(op="full", where="ops.yaml:2059 sample 0", fn=case_587, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2058 sample 1", fn=case_588, tensors=[],
+    dict(op="full", where="ops.yaml:2059 sample 1", fn=case_588, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2058 sample 2", fn=case_589, tensors=[],
+    dict(op="full", where="ops.yaml:2059 sample 2", fn=case_589, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2069 sample 0", fn=case_590, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2070 sample 0", fn=case_590, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2069 sample 1", fn=case_591, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2070 sample 1", fn=case_591, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2069 sample 2", fn=case_592, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2070 sample 2", fn=case_592, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2089 sample 0", fn=case_593, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2090 sample 0", fn=case_593, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2089 sample 1", fn=case_594, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2090 sample 1", fn=case_594, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2089 sample 2", fn=case_595, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2090 sample 2", fn=case_595, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2089 sample 3", fn=case_596, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2090 sample 3", fn=case_596, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2101 sample 0", fn=case_597, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2102 sample 0", fn=case_597, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2101 sample 1", fn=case_598, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2102 sample 1", fn=case_598, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2101 sample 2", fn=case_599, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2102 sample 2", fn=case_599, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2106 sample 0", fn=case_600, tensors=[],
+    dict(op="arange", where="ops.yaml:2107 sample 0", fn=case_600, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2121 sample 0", fn=case_601, tensors=[],
+    dict(op="linspace", where="ops.yaml:2122 sample 0", fn=case_601, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2121 sample 1", fn=case_602, tensors=[],
+    dict(op="linspace", where="ops.yaml:2122 sample 1", fn=case_602, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2121 sample 2", fn=case_603, tensors=[],
+    dict(op="linspace", where="ops.yaml:2122 sample 2", fn=case_603, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2133 sample 0", fn=case_604, tensors=[],
+    dict(op="eye", where="ops.yaml:2134 sample 0", fn=case_604, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2133 sample 1", fn=case_605, tensors=[],
+    dict(op="eye", where="ops.yaml:2134 sample 1", fn=case_605, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2144 sample 0", fn=case_606, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2145 sample 0", fn=case_606, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2144 sample 1", fn=case_607, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2145 sample 1", fn=case_607, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2148 sample 0", fn=case_608, tensors=[],
+    dict(op="rand", where="ops.yaml:2149 sample 0", fn=case_608, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2159 sample 0", fn=case_609, tensors=[],
+    dict(op="randn", where="ops.yaml:2160 sample 0", fn=case_609, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2176 sample 0", fn=case_610, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2177 sample 0", fn=case_610, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2176 sample 1", fn=case_611, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2177 sample 1", fn=case_611, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2186 sample 0", fn=case_612, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2187 sample 0", fn=case_612, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2186 sample 1", fn=case_613, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2187 sample 1", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2197 sample 0", fn=case_614, tensors=[],
+    dict(op="randint", where="ops.yaml:2198 sample 0", fn=case_614, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2197 sample 1", fn=case_615, tensors=[],
+    dict(op="randint", where="ops.yaml:2198 sample 1", fn=case_615, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2208 sample 0", fn=case_616, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2209 sample 0", fn=case_616, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2218 sample 0", fn=case_617, tensors=[],
+    dict(op="randperm", where="ops.yaml:2219 sample 0", fn=case_617, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2218 sample 1", fn=case_618, tensors=[],
+    dict(op="randperm", where="ops.yaml:2219 sample 1", fn=case_618, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2235 sample 0", fn=case_619, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2236 sample 0", fn=case_619, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2235 sample 1", fn=case_620, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2236 sample 1", fn=case_620, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2235 sample 2", fn=case_621, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2236 sample 2", fn=case_621, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2246 sample 0", fn=case_622, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="normal", where="ops.yaml:2246 sample 1", fn=case_623, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="normal", where="ops.yaml:2246 sample 2", fn=case_624, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="uniform", where="ops.yaml:2258 sample 0", fn=case_625, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2247 sample 0", fn=case_622, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2258 sample 1", fn=case_626, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2247 sample 1", fn=case_623, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2258 sample 2", fn=case_627, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2247 sample 2", fn=case_624, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2271 sample 0", fn=case_628, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2259 sample 0", fn=case_625, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2259 sample 1", fn=case_626, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2259 sample 2", fn=case_627, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="sum_to", where="ops.yaml:2272 sample 0", fn=case_628, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2271 sample 1", fn=case_629, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2272 sample 1", fn=case_629, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
