@@ -780,7 +780,7 @@ static const op_info registry[] =
         {
             .schema = "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor",
             .doc =
-                "softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal` hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in PyTorch. `dropout_p` > 0 is not supported yet (an error).",
+                "softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal` hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.",
         },
         {
             .schema = "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",

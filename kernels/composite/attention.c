@@ -3,11 +3,9 @@
  *   scores = query @ key^T / sqrt(E)
  *   causal: scores above the diagonal (key index > query index) become -inf
  *   bool attn_mask: scores where the mask is false become -inf; float mask: added to scores
- *   out = softmax(scores, -1) @ value
- * The softmax subtracts the detached row maximum (exact: softmax is shift-invariant). A row with
- * every score masked gives NaN, as PyTorch's math path does. dropout_p > 0 is refused until a
- * dropout op is on main (it would drop attention weights with `generator`). The generated
- * function checked ranks and the matching sizes of E and S. */
+ *   out = dropout(softmax(scores, -1), dropout_p) @ value   (the mask drawn from `generator`)
+ * A row with every score masked gives NaN, as PyTorch's math path does. The generated function
+ * checked ranks and the matching sizes of E and S. */
 #include <math.h>
 
 #include "internal.h"
@@ -54,13 +52,10 @@ yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_
                                            yt_generator *generator)
 {
     const char *op = "scaled_dot_product_attention";
-    (void)generator; /* for dropout, once it is supported */
     int dq = yt_tensor_dim(query), dk = yt_tensor_dim(key);
     int64_t E = yt_tensor_size(query, dq - 1);
     if (!(dropout_p >= 0 && dropout_p <= 1))
         return yt__fail(YT_ERR_VALUE, "%s: dropout_p=%g must be in [0, 1]", op, dropout_p);
-    if (dropout_p > 0)
-        return yt__fail(YT_ERR_VALUE, "%s: dropout_p=%g > 0 is not supported yet", op, dropout_p);
     if (is_causal && attn_mask != NULL)
         return yt__fail(YT_ERR_VALUE, "%s: attn_mask must be None when is_causal=True", op);
     if (attn_mask != NULL && yt_tensor_dtype(attn_mask) != YT_DTYPE_BOOL &&
@@ -102,22 +97,14 @@ yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_
         yt_release(scores);
         scores = added;
     }
-    /* softmax over the last dim */
-    int64_t last = -1;
-    bool empty = yt_tensor_size(key, dk - 2) == 0; /* amax of nothing is an error; no shift */
-    yt_tensor *mx = empty ? yt_retain(scores) : yt_amax_ex(scores, &last, 1, true);
-    yt_tensor *mxd = mx ? yt_detach(mx) : NULL;
-    yt_tensor *shifted = empty ? yt_retain(scores) : yt_sub(scores, mxd);
-    yt_tensor *e = yt_exp(shifted);
-    yt_tensor *denom = yt_sum_dim_ex(e, &last, 1, true, YT_DTYPE_NONE);
-    yt_tensor *probs = yt_div(e, denom);
-    yt_tensor *out = yt_matmul(probs, value);
-    yt_release(mx);
-    yt_release(mxd);
-    yt_release(shifted);
-    yt_release(e);
-    yt_release(denom);
-    yt_release(probs);
+    /* softmax over the last dim (the fused op; a row of -inf gives NaN, as in PyTorch), then
+     * dropout of the attention weights, as PyTorch's math path */
+    yt_tensor *probs = yt_softmax(scores, -1);
+    yt_tensor *kept =
+        dropout_p > 0 ? yt_dropout_ex(probs, dropout_p, true, generator) : yt_retain(probs);
+    yt_tensor *out = yt_matmul(kept, value);
     yt_release(scores);
+    yt_release(probs);
+    yt_release(kept);
     return out;
 }

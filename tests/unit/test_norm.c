@@ -624,9 +624,8 @@ Test(attention, matches_reference_and_gradcheck)
                                   "query.size(-1)=5");
     cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, tkeep, 0, true, NULL));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: attn_mask must be None");
-    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, NULL, 0.5, false, NULL));
-    YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: dropout_p=0.5 > 0 is not "
-                                  "supported yet");
+    cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, NULL, 1.5, false, NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: dropout_p=1.5 must be in [0, 1]");
     cr_assert_null(yt_scaled_dot_product_attention_ex(tq, tk, tv, tq, 0, false, NULL));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: attn_mask of shape [2, 3, 5] "
                                   "does not broadcast to the scores' shape [2, 3, 4]");
@@ -637,5 +636,45 @@ Test(attention, matches_reference_and_gradcheck)
     yt_tensor *all[] = {tq, tk, tv, tkeep, tadd, i64};
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
         yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* dropout_p > 0 drops attention weights with the dropout op and the given generator: the same
+ * seed gives the same result as softmax, dropout and matmul by hand; p = 1 drops everything. A
+ * row whose every score is masked gives NaN, as in PyTorch. */
+Test(attention, dropout_and_masked_rows)
+{
+    int64_t qs[] = {2, 3, 4}, ks[] = {2, 5, 4}, vs[] = {2, 5, 2}, ms[] = {3, 5};
+    double buf[64];
+    fill(buf, 64, 101, 0);
+    yt_tensor *q = from(buf, qs, 3, YT_DTYPE_F32);
+    fill(buf, 64, 102, 0);
+    yt_tensor *k = from(buf, ks, 3, YT_DTYPE_F32);
+    fill(buf, 64, 103, 0);
+    yt_tensor *v = from(buf, vs, 3, YT_DTYPE_F32);
+    yt_generator *g1 = yt_generator_create(7), *g2 = yt_generator_create(7);
+    yt_tensor *o = yt_scaled_dot_product_attention_ex(q, k, v, NULL, 0.5, false, g1);
+    cr_assert_not_null(o, "%s", yt_errmsg());
+    yt_tensor *kt = yt_transpose(k, -2, -1), *qk = yt_matmul(q, kt);
+    yt_tensor *sc = yt_mul_scalar(qk, yt_float(0.5)); /* 1 / sqrt(4) */
+    yt_tensor *p = yt_softmax(sc, -1), *pd = yt_dropout_ex(p, 0.5, true, g2);
+    yt_tensor *want = yt_matmul(pd, v);
+    for (int i = 0; i < 12; i++)
+        cr_assert_float_eq(at(o, i), at(want, i), 1e-6, "out[%d]", i);
+    yt_tensor *all_dropped = yt_scaled_dot_product_attention_ex(q, k, v, NULL, 1.0, false, g1);
+    for (int i = 0; i < 12; i++)
+        cr_assert_float_eq(at(all_dropped, i), 0, 0);
+    /* row 1 of the mask hides every key */
+    double keep[15];
+    for (int i = 0; i < 15; i++)
+        keep[i] = i / 5 != 1;
+    yt_tensor *mask = from(keep, ms, 2, YT_DTYPE_BOOL);
+    yt_tensor *m = yt_scaled_dot_product_attention_ex(q, k, v, mask, 0.0, false, NULL);
+    cr_assert(isnan(at(m, 2)) && isnan(at(m, 3)) && !isnan(at(m, 0)), "row 1 is NaN, row 0 not");
+    yt_tensor *all[] = {q, k, v, o, kt, qk, sc, p, pd, want, all_dropped, mask, m};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    yt_generator_release(g1);
+    yt_generator_release(g2);
     YT_ASSERT_NO_LEAKS();
 }

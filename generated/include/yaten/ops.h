@@ -3009,7 +3009,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
  * (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal`
  * hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in
- * PyTorch. `dropout_p` > 0 is not supported yet (an error).
+ * PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.
  * Uses the defaults attn_mask=None, dropout_p=0.0, is_causal=False, generator=None; yt_scaled_dot_product_attention_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -3020,7 +3020,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *k
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
  * (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal`
  * hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in
- * PyTorch. `dropout_p` > 0 is not supported yet (an error).
+ * PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key,
