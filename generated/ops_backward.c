@@ -194,7 +194,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1044 */
+ * from ops.yaml:1047 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -234,7 +234,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1051 */
+ * from ops.yaml:1054 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -269,7 +269,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1058 */
+ * from ops.yaml:1061 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -304,7 +304,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1065 */
+ * from ops.yaml:1068 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -317,7 +317,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1072 */
+ * from ops.yaml:1075 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -360,7 +360,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1079 */
+ * from ops.yaml:1082 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -397,8 +397,902 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
     return yt__scope_track(result);
 }
 
+/* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:1089 */
+yt_tensor *
+yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                      int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("logsumexp_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("logsumexp_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("logsumexp_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "logsumexp_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+            YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_logsumexp_backward(grad, self, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1096 */
+yt_tensor *
+yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
+                int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("var_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("var_backward", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "var_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "var_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_var_backward(grad, self, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1103 */
+yt_tensor *
+yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                int dim_len, int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("std_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("std_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("std_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "std_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_std_backward(grad, self, output, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * from ops.yaml:1548 */
+yt_tensor *
+yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
+                 int dims_len)
+{
+    if (grad == NULL)
+        return yt__null_arg("roll_backward", "grad"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dims_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * from ops.yaml:1622 */
+int64_t
+yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
+                yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "cat_backward: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (grad == NULL)
+        return yt__count_error(
+            yt__null_status("cat_backward", "grad")); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE, "cat_backward: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+            tensors_len));
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__count_error(
+                yt__null_status("cat_backward", "tensors")); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != grad->device)
+            return yt__count_error(yt__fail_status(
+                YT_ERR_DEVICE, "cat_backward: tensors[%d] is on %s but grad is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(grad->device)));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1701 */
+yt_tensor *
+yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                         int64_t dim, yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("index_select_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("index_select_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "index_select_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "index_select_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "index_select_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1752 */
+yt_tensor *
+yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
+                   yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("gather_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("gather_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gather_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gather_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gather_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1774 */
+yt_tensor *
+yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
+                        yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("scatter_src_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("scatter_src_backward", "index"); /* keeps an earlier error */
+    if (src_sizes_len < 0 || src_sizes_len > YT_MAX_DIM || (src_sizes == NULL && src_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "scatter_src_backward: src_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            src_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "scatter_src_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "scatter_src_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1828; backward from derivatives.yaml:447 */
+yt_tensor *
+yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
+                            int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("embedding_dense_backward", "grad_output"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_backward", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_backward: indices is on %s but grad_output is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad_output->device));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_embedding_dense_backward(&result_shape, "embedding_dense_backward", grad_output,
+                                           indices, num_weights) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__embedding_dense_backward_kernel_fn kernel =
+        yt__embedding_dense_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, indices, num_weights,
+                                               padding_idx, scale_grad_by_freq);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_embedding_dense_backward(result, grad_output, indices, padding_idx,
+                                                         scale_grad_by_freq) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1840 */
+yt_tensor *
+yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
+                             int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_weight_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_weight_backward", "indices"); /* keeps an earlier error */
+    if (weight_sizes_len < 0 || weight_sizes_len > YT_MAX_DIM ||
+        (weight_sizes == NULL && weight_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "embedding_weight_backward: weight_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_weight_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_weight_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_weight_backward(
+        grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1848 */
+yt_tensor *
+yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
+                                   bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_dense_double_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_double_backward",
+                            "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_double_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_double_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
+                                                                      scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * from ops.yaml:2024; backward from derivatives.yaml:474 */
+yt_tensor *
+yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+                       int kernel_size_len, const int64_t *stride, int stride_len,
+                       const int64_t *padding, int padding_len, bool ceil_mode,
+                       bool count_include_pad, int64_t divisor_override)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("avg_pool2d_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__avg_pool2d_backward_kernel_fn kernel = yt__avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, ceil_mode, count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_avg_pool2d_backward(result, grad_output, self, kernel_size, kernel_size_len,
+                                       stride, stride_len, padding, padding_len, ceil_mode,
+                                       count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:2037; backward from derivatives.yaml:478 */
+yt_tensor *
+yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
+                                int output_size_len)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d_backward: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "adaptive_avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "adaptive_avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__adaptive_avg_pool2d_backward_kernel_fn kernel =
+        yt__adaptive_avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_adaptive_avg_pool2d_backward(result, grad_output, self, output_size,
+                                                             output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * from ops.yaml:2049; backward from derivatives.yaml:482 */
+yt_tensor *
+yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
+                                    const int64_t *kernel_size, int kernel_size_len,
+                                    const int64_t *stride, int stride_len, const int64_t *padding,
+                                    int padding_len, const int64_t *dilation, int dilation_len,
+                                    bool ceil_mode, yt_tensor *indices)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "indices"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_with_indices_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (indices->device != grad_output->device)
+        return yt__fail(
+            YT_ERR_DEVICE,
+            "max_pool2d_with_indices_backward: indices is on %s but grad_output is on %s",
+            yt_device_name(indices->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_with_indices_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__max_pool2d_with_indices_backward_kernel_fn kernel =
+        yt__max_pool2d_with_indices_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_with_indices_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, dilation, dilation_len, ceil_mode, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_max_pool2d_with_indices_backward(result, grad_output, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * from ops.yaml:2059; backward from derivatives.yaml:486 */
+yt_tensor *
+yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_gather: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_gather: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_gather: indices is on %s but self is on %s",
+                        yt_device_name(indices->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_index_gather", indices) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__max_pool2d_index_gather_kernel_fn kernel =
+        yt__max_pool2d_index_gather_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_gather(result, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * from ops.yaml:2068; backward from derivatives.yaml:489 */
+yt_tensor *
+yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
+                            yt_tensor *indices)
+{
+    if (grad == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "indices"); /* keeps an earlier error */
+    if (self_size_len < 0 || self_size_len > YT_MAX_DIM || (self_size == NULL && self_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_index_scatter: self_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_scatter: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_scatter: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_scatter: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt_dtype compute_dtype = grad->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "max_pool2d_index_scatter", "self_size", self_size,
+                             self_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad->device;
+    yt__max_pool2d_index_scatter_kernel_fn kernel =
+        yt__max_pool2d_index_scatter_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_scatter(result, grad, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2179; backward from derivatives.yaml:497 */
+yt_tensor *
+yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+                         int input_size_len, const int64_t *stride, int stride_len,
+                         const int64_t *padding, int padding_len, const int64_t *dilation,
+                         int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_input", "grad_output"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d_backward_input", "weight"); /* keeps an earlier error */
+    if (input_size_len < 0 || input_size_len > YT_MAX_DIM ||
+        (input_size == NULL && input_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: input_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_input: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_input: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_input", "input_size", input_size,
+                             input_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_input_kernel_fn kernel = yt__conv2d_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, weight, input_size, input_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_input(result, grad_output, weight, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2192; backward from derivatives.yaml:501 */
+yt_tensor *
+yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+                          int weight_size_len, const int64_t *stride, int stride_len,
+                          const int64_t *padding, int padding_len, const int64_t *dilation,
+                          int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_weight", "grad_output"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("conv2d_backward_weight", "input"); /* keeps an earlier error */
+    if (weight_size_len < 0 || weight_size_len > YT_MAX_DIM ||
+        (weight_size == NULL && weight_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: weight_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_weight: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (input->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_weight: input is on %s but grad_output is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_output->device));
+    if (input->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_weight", "weight_size", weight_size,
+                             weight_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_weight_kernel_fn kernel = yt__conv2d_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_weight(result, grad_output, input, stride, stride_len, padding,
+                                          padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * from ops.yaml:2205 */
+yt_tensor *
+yt_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_bias", "grad_output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_bias: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!((grad_output->dim == 3 || grad_output->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv2d_backward_bias: expected grad_output.dim == 3 or grad_output.dim == 4, got grad_output.dim=%d",
+            grad_output->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:1593; backward from derivatives.yaml:413 */
+ * from ops.yaml:2432; backward from derivatives.yaml:524 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -468,7 +1362,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:1604; backward from derivatives.yaml:418 */
+ * from ops.yaml:2443; backward from derivatives.yaml:529 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -526,7 +1420,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:1616 */
+ * from ops.yaml:2455 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -547,7 +1441,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:1626 */
+ * from ops.yaml:2465 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -615,7 +1509,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:1637 */
+ * from ops.yaml:2476 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -671,7 +1565,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:1648; backward from derivatives.yaml:422 */
+ * from ops.yaml:2487; backward from derivatives.yaml:533 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -741,7 +1635,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:1659; backward from derivatives.yaml:427 */
+ * from ops.yaml:2498; backward from derivatives.yaml:538 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -798,7 +1692,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:1671 */
+ * from ops.yaml:2510 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -820,7 +1714,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:1681 */
+ * from ops.yaml:2520 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -893,7 +1787,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:1692 */
+ * from ops.yaml:2531 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -948,7 +1842,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1742; backward from derivatives.yaml:440 */
+ * from ops.yaml:2581; backward from derivatives.yaml:551 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1004,7 +1898,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1759; backward from derivatives.yaml:444 */
+ * from ops.yaml:2598; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1066,7 +1960,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1776 */
+ * from ops.yaml:2615 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1104,7 +1998,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1784 */
+ * from ops.yaml:2623 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -1146,7 +2040,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1792 */
+ * from ops.yaml:2631 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -1177,7 +2071,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:1980 */
+ * from ops.yaml:2819 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -1249,7 +2143,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:2266 */
+ * from ops.yaml:3105 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -1269,7 +2163,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2277 */
+ * from ops.yaml:3116 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -1291,7 +2185,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2284 */
+ * from ops.yaml:3123 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1317,7 +2211,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2291 */
+ * from ops.yaml:3130 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1357,7 +2251,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:2298 */
+ * from ops.yaml:3137 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -1374,7 +2268,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:2305 */
+ * from ops.yaml:3144 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -1403,7 +2297,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:2312 */
+ * from ops.yaml:3151 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1438,7 +2332,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2319 */
+ * from ops.yaml:3158 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -1483,7 +2377,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2326; backward from derivatives.yaml:150 */
+ * from ops.yaml:3165; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -1525,7 +2419,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2334; backward from derivatives.yaml:153 */
+ * from ops.yaml:3173; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -2306,35 +2306,35 @@ def case_402(self):
 
 
 def case_403(self):
-    """logsumexp (ops.yaml:992 sample 0)"""
+    """logsumexp (ops.yaml:993 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_404(self):
-    """logsumexp (ops.yaml:992 sample 1)"""
+    """logsumexp (ops.yaml:993 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_405(self):
-    """logsumexp (ops.yaml:992 sample 2)"""
+    """logsumexp (ops.yaml:993 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_406(self):
-    """logsumexp (ops.yaml:992 sample 3)"""
+    """logsumexp (ops.yaml:993 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_407(self):
-    """var.correction (ops.yaml:1005 sample 0)"""
+    """var.correction (ops.yaml:1007 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2342,7 +2342,7 @@ def case_407(self):
 
 
 def case_408(self):
-    """var.correction (ops.yaml:1005 sample 1)"""
+    """var.correction (ops.yaml:1007 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2350,7 +2350,7 @@ def case_408(self):
 
 
 def case_409(self):
-    """var.correction (ops.yaml:1005 sample 2)"""
+    """var.correction (ops.yaml:1007 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2358,7 +2358,7 @@ def case_409(self):
 
 
 def case_410(self):
-    """var.correction (ops.yaml:1005 sample 3)"""
+    """var.correction (ops.yaml:1007 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2366,7 +2366,7 @@ def case_410(self):
 
 
 def case_411(self):
-    """std.correction (ops.yaml:1019 sample 0)"""
+    """std.correction (ops.yaml:1022 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2374,7 +2374,7 @@ def case_411(self):
 
 
 def case_412(self):
-    """std.correction (ops.yaml:1019 sample 1)"""
+    """std.correction (ops.yaml:1022 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2382,7 +2382,7 @@ def case_412(self):
 
 
 def case_413(self):
-    """std.correction (ops.yaml:1019 sample 2)"""
+    """std.correction (ops.yaml:1022 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2390,7 +2390,7 @@ def case_413(self):
 
 
 def case_414(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2399,7 +2399,7 @@ def case_414(self):
 
 
 def case_415(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2408,7 +2408,7 @@ def case_415(self):
 
 
 def case_416(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2417,7 +2417,7 @@ def case_416(self):
 
 
 def case_417(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2426,297 +2426,297 @@ def case_417(self):
 
 
 def case_418(self, mat2):
-    """mm (ops.yaml:1103 sample 0)"""
+    """mm (ops.yaml:1127 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_419(self, mat2):
-    """mm (ops.yaml:1103 sample 1)"""
+    """mm (ops.yaml:1127 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_420(self, mat2):
-    """mm (ops.yaml:1103 sample 2)"""
+    """mm (ops.yaml:1127 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_421(self, mat2):
-    """mm (ops.yaml:1103 sample 3)"""
+    """mm (ops.yaml:1127 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_422(self, other):
-    """matmul (ops.yaml:1121 sample 0)"""
+    """matmul (ops.yaml:1145 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_423(self, other):
-    """matmul (ops.yaml:1121 sample 1)"""
+    """matmul (ops.yaml:1145 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_424(self, other):
-    """matmul (ops.yaml:1121 sample 2)"""
+    """matmul (ops.yaml:1145 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_425(self, other):
-    """matmul (ops.yaml:1121 sample 3)"""
+    """matmul (ops.yaml:1145 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_426(self, other):
-    """matmul (ops.yaml:1121 sample 4)"""
+    """matmul (ops.yaml:1145 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_427(self, other):
-    """matmul (ops.yaml:1121 sample 5)"""
+    """matmul (ops.yaml:1145 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_428(self, other):
-    """matmul (ops.yaml:1121 sample 6)"""
+    """matmul (ops.yaml:1145 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_429(self, other):
-    """matmul (ops.yaml:1121 sample 7)"""
+    """matmul (ops.yaml:1145 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_430(self, other):
-    """matmul (ops.yaml:1121 sample 8)"""
+    """matmul (ops.yaml:1145 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_431(self, other):
-    """matmul (ops.yaml:1121 sample 9)"""
+    """matmul (ops.yaml:1145 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_432(self, other):
-    """matmul (ops.yaml:1121 sample 10)"""
+    """matmul (ops.yaml:1145 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_433(self, mat2):
-    """bmm (ops.yaml:1151 sample 0)"""
+    """bmm (ops.yaml:1175 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_434(self, mat2):
-    """bmm (ops.yaml:1151 sample 1)"""
+    """bmm (ops.yaml:1175 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_435(self, mat2):
-    """bmm (ops.yaml:1151 sample 2)"""
+    """bmm (ops.yaml:1175 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_436(self, mat2):
-    """bmm (ops.yaml:1151 sample 3)"""
+    """bmm (ops.yaml:1175 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_437(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 0)"""
+    """addmm (ops.yaml:1202 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_438(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 1)"""
+    """addmm (ops.yaml:1202 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_439(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 2)"""
+    """addmm (ops.yaml:1202 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_440(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 3)"""
+    """addmm (ops.yaml:1202 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_441(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 4)"""
+    """addmm (ops.yaml:1202 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_442(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 0)"""
+    """baddbmm (ops.yaml:1234 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_443(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 1)"""
+    """baddbmm (ops.yaml:1234 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_444(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 2)"""
+    """baddbmm (ops.yaml:1234 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_445(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 3)"""
+    """baddbmm (ops.yaml:1234 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_446(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 4)"""
+    """baddbmm (ops.yaml:1234 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_447(self, tensor):
-    """dot (ops.yaml:1231 sample 0)"""
+    """dot (ops.yaml:1255 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_448(self, tensor):
-    """dot (ops.yaml:1231 sample 1)"""
+    """dot (ops.yaml:1255 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_449(self, tensor):
-    """dot (ops.yaml:1231 sample 2)"""
+    """dot (ops.yaml:1255 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_450(self, vec2):
-    """outer (ops.yaml:1248 sample 0)"""
+    """outer (ops.yaml:1272 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_451(self, vec2):
-    """outer (ops.yaml:1248 sample 1)"""
+    """outer (ops.yaml:1272 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_452(self, vec2):
-    """outer (ops.yaml:1248 sample 2)"""
+    """outer (ops.yaml:1272 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_453(self):
-    """t (ops.yaml:1288 sample 0)"""
+    """t (ops.yaml:1312 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_454(self):
-    """t (ops.yaml:1288 sample 1)"""
+    """t (ops.yaml:1312 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_455(self):
-    """transpose (ops.yaml:1299 sample 0)"""
+    """transpose (ops.yaml:1323 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_456(self):
-    """transpose (ops.yaml:1299 sample 1)"""
+    """transpose (ops.yaml:1323 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_457(self):
-    """permute (ops.yaml:1313 sample 0)"""
+    """permute (ops.yaml:1337 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_458(self):
-    """view (ops.yaml:1322 sample 0)"""
+    """view (ops.yaml:1346 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_459(self):
-    """view (ops.yaml:1322 sample 1)"""
+    """view (ops.yaml:1346 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_460(self):
-    """reshape (ops.yaml:1332 sample 0)"""
+    """reshape (ops.yaml:1356 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_461(self):
-    """reshape (ops.yaml:1332 sample 1)"""
+    """reshape (ops.yaml:1356 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_462(self):
-    """expand (ops.yaml:1342 sample 0)"""
+    """expand (ops.yaml:1366 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_463(self):
-    """expand (ops.yaml:1342 sample 1)"""
+    """expand (ops.yaml:1366 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_464(self):
-    """squeeze (ops.yaml:1352 sample 0)"""
+    """squeeze (ops.yaml:1376 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_465(self):
-    """squeeze.dim (ops.yaml:1362 sample 0)"""
+    """squeeze.dim (ops.yaml:1386 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_466(self):
-    """squeeze.dim (ops.yaml:1362 sample 1)"""
+    """squeeze.dim (ops.yaml:1386 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_467(self):
-    """unsqueeze (ops.yaml:1373 sample 0)"""
+    """unsqueeze (ops.yaml:1397 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_468(self):
-    """unsqueeze (ops.yaml:1373 sample 1)"""
+    """unsqueeze (ops.yaml:1397 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_469(self):
-    """slice (ops.yaml:1387 sample 0)"""
+    """slice (ops.yaml:1411 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2725,7 +2725,7 @@ def case_469(self):
 
 
 def case_470(self):
-    """slice (ops.yaml:1387 sample 1)"""
+    """slice (ops.yaml:1411 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2734,34 +2734,1557 @@ def case_470(self):
 
 
 def case_471(self):
-    """select (ops.yaml:1398 sample 0)"""
+    """select (ops.yaml:1422 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_472(self):
-    """select (ops.yaml:1398 sample 1)"""
+    """select (ops.yaml:1422 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_473(self):
-    """contiguous (ops.yaml:1408 sample 0)"""
+    """contiguous (ops.yaml:1432 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_474(input, weight, bias):
-    """layer_norm (ops.yaml:1436 sample 0)"""
+def case_474(self):
+    """flatten.using_ints (ops.yaml:1445 sample 0)"""
+    start_dim = 1
+    end_dim = 2
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_475(self):
+    """flatten.using_ints (ops.yaml:1445 sample 1)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_476(self):
+    """flatten.using_ints (ops.yaml:1445 sample 2)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_477(self):
+    """flatten.using_ints (ops.yaml:1445 sample 3)"""
+    start_dim = 0
+    end_dim = 1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_478(self):
+    """flatten.using_ints (ops.yaml:1445 sample 4)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_479(self):
+    """unflatten.int (ops.yaml:1464 sample 0)"""
+    dim = 1
+    sizes = [2, 3]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_480(self):
+    """unflatten.int (ops.yaml:1464 sample 1)"""
+    dim = 0
+    sizes = [-1, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_481(self):
+    """unflatten.int (ops.yaml:1464 sample 2)"""
+    dim = 1
+    sizes = [3, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_482(self):
+    """unflatten.int (ops.yaml:1464 sample 3)"""
+    dim = 0
+    sizes = [0, 5]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_483(self):
+    """broadcast_to (ops.yaml:1476 sample 0)"""
+    size = [3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_484(self):
+    """broadcast_to (ops.yaml:1476 sample 1)"""
+    size = [2, 3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_485(self):
+    """broadcast_to (ops.yaml:1476 sample 2)"""
+    size = [2, 3, 5]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_486(self):
+    """broadcast_to (ops.yaml:1476 sample 3)"""
+    size = [2, 0]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_487(self):
+    """narrow (ops.yaml:1494 sample 0)"""
+    dim = 0
+    start = 1
+    length = 3
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_488(self):
+    """narrow (ops.yaml:1494 sample 1)"""
+    dim = 1
+    start = -3
+    length = 2
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_489(self):
+    """narrow (ops.yaml:1494 sample 2)"""
+    dim = 0
+    start = 2
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_490(self):
+    """narrow (ops.yaml:1494 sample 3)"""
+    dim = 1
+    start = 3
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_491(self):
+    """repeat (ops.yaml:1509 sample 0)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_492(self):
+    """repeat (ops.yaml:1509 sample 1)"""
+    repeats = [2, 1, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_493(self):
+    """repeat (ops.yaml:1509 sample 2)"""
+    repeats = [1, 3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_494(self):
+    """repeat (ops.yaml:1509 sample 3)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_495(self):
+    """repeat (ops.yaml:1509 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_496(self):
+    """repeat (ops.yaml:1509 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_497(self):
+    """flip (ops.yaml:1524 sample 0)"""
+    dims = [0]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_498(self):
+    """flip (ops.yaml:1524 sample 1)"""
+    dims = [0, -1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_499(self):
+    """flip (ops.yaml:1524 sample 2)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_500(self):
+    """flip (ops.yaml:1524 sample 3)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_501(self):
+    """flip (ops.yaml:1524 sample 4)"""
+    dims = []
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_502(self):
+    """roll (ops.yaml:1541 sample 0)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_503(self):
+    """roll (ops.yaml:1541 sample 1)"""
+    shifts = [-5]
+    dims = []
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_504(self):
+    """roll (ops.yaml:1541 sample 2)"""
+    shifts = [1, 2]
+    dims = [0, 2]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_505(self):
+    """roll (ops.yaml:1541 sample 3)"""
+    shifts = [2]
+    dims = [0]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_506(self):
+    """roll (ops.yaml:1541 sample 4)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_507(self):
+    """tril (ops.yaml:1565 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_508(self):
+    """tril (ops.yaml:1565 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_509(self):
+    """tril (ops.yaml:1565 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_510(self):
+    """tril (ops.yaml:1565 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_511(self):
+    """tril (ops.yaml:1565 sample 4)"""
+    diagonal = -7
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_512(self):
+    """triu (ops.yaml:1581 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_513(self):
+    """triu (ops.yaml:1581 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_514(self):
+    """triu (ops.yaml:1581 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_515(self):
+    """triu (ops.yaml:1581 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_516(self):
+    """triu (ops.yaml:1581 sample 4)"""
+    diagonal = 9
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_517(self):
+    """pad (ops.yaml:1595 sample 0)"""
+    pad = [1, 2]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_518(self):
+    """pad (ops.yaml:1595 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_519(self):
+    """pad (ops.yaml:1595 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_520(self):
+    """pad (ops.yaml:1595 sample 3)"""
+    pad = [1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_521(self):
+    """pad (ops.yaml:1595 sample 4)"""
+    pad = [2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_522(self):
+    """pad (ops.yaml:1595 sample 5)"""
+    pad = [1, 2, 3, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_523(self):
+    """pad (ops.yaml:1595 sample 6)"""
+    pad = [2, 3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_524(self):
+    """pad (ops.yaml:1595 sample 7)"""
+    pad = [1, 2]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_525(tensors_0, tensors_1):
+    """cat (ops.yaml:1615 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_526(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1615 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_527(tensors_0, tensors_1):
+    """cat (ops.yaml:1615 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_528(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1615 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_529(tensors_0, tensors_1):
+    """cat (ops.yaml:1615 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_530(tensors_0, tensors_1):
+    """stack (ops.yaml:1636 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_531(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1636 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_532(tensors_0, tensors_1):
+    """stack (ops.yaml:1636 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_533(tensors_0, tensors_1):
+    """stack (ops.yaml:1636 sample 3)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_534(tensors_0, tensors_1):
+    """stack (ops.yaml:1636 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_535(self):
+    """split.Tensor (ops.yaml:1650 sample 0)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_536(self):
+    """split.Tensor (ops.yaml:1650 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_537(self):
+    """split.Tensor (ops.yaml:1650 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_538(self):
+    """split.Tensor (ops.yaml:1650 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_539(self):
+    """chunk (ops.yaml:1663 sample 0)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_540(self):
+    """chunk (ops.yaml:1663 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_541(self):
+    """chunk (ops.yaml:1663 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_542(self):
+    """chunk (ops.yaml:1663 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_543(self):
+    """unbind.int (ops.yaml:1676 sample 0)"""
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_544(self):
+    """unbind.int (ops.yaml:1676 sample 1)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_545(self):
+    """unbind.int (ops.yaml:1676 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_546(self):
+    """unbind.int (ops.yaml:1676 sample 3)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_547(self, index):
+    """index_select (ops.yaml:1693 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_548(self, index):
+    """index_select (ops.yaml:1693 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_549(self, index):
+    """index_select (ops.yaml:1693 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_550(self, index):
+    """index_select (ops.yaml:1693 sample 3)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_551(self, index):
+    """index_select (ops.yaml:1693 sample 4)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_552(self, index):
+    """index_select (ops.yaml:1693 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_553(self, index, source):
+    """index_add (ops.yaml:1717 sample 0)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_554(self, index, source):
+    """index_add (ops.yaml:1717 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_555(self, index, source):
+    """index_add (ops.yaml:1717 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_556(self, index, source):
+    """index_add (ops.yaml:1717 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_557(self, index, source):
+    """index_add (ops.yaml:1717 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_558(self, index, source):
+    """index_copy (ops.yaml:1732 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_559(self, index, source):
+    """index_copy (ops.yaml:1732 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_560(self, index, source):
+    """index_copy (ops.yaml:1732 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_561(self, index):
+    """gather (ops.yaml:1745 sample 0)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_562(self, index):
+    """gather (ops.yaml:1745 sample 1)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_563(self, index):
+    """gather (ops.yaml:1745 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_564(self, index):
+    """gather (ops.yaml:1745 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_565(self, index):
+    """gather (ops.yaml:1745 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_566(self, index, src):
+    """scatter.src (ops.yaml:1768 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_567(self, index, src):
+    """scatter.src (ops.yaml:1768 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_568(self, index, src):
+    """scatter.src (ops.yaml:1768 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_569(self, index, src):
+    """scatter.src (ops.yaml:1768 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_570(self, index):
+    """scatter.value (ops.yaml:1789 sample 0)"""
+    dim = 1
+    value = 1.5
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_571(self, index):
+    """scatter.value (ops.yaml:1789 sample 1)"""
+    dim = 0
+    value = -2
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_572(self, index):
+    """scatter.value (ops.yaml:1789 sample 2)"""
+    dim = 0
+    value = 1
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_573(self, index, src):
+    """scatter_add (ops.yaml:1802 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_574(self, index, src):
+    """scatter_add (ops.yaml:1802 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_575(self, index, src):
+    """scatter_add (ops.yaml:1802 sample 2)"""
+    dim = -1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_576(self, index, src):
+    """scatter_add (ops.yaml:1802 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_577(self, index, src):
+    """scatter_add (ops.yaml:1802 sample 4)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_578(weight, indices):
+    """embedding (ops.yaml:1821 sample 0)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_579(weight, indices):
+    """embedding (ops.yaml:1821 sample 1)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_580(weight, indices):
+    """embedding (ops.yaml:1821 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_581(weight, indices):
+    """embedding (ops.yaml:1821 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_582(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1835 sample 0)"""
+    num_weights = 5
+    padding_idx = 1
+    scale_grad_by_freq = False
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_583(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1835 sample 1)"""
+    num_weights = 4
+    padding_idx = -1
+    scale_grad_by_freq = True
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_584(self):
+    """one_hot (ops.yaml:1862 sample 0)"""
+    num_classes = -1
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_585(self):
+    """one_hot (ops.yaml:1862 sample 1)"""
+    num_classes = 6
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_586(self):
+    """one_hot (ops.yaml:1862 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_587(self):
+    """one_hot (ops.yaml:1862 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_588(self):
+    """nonzero (ops.yaml:1874 sample 0)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_589(self):
+    """nonzero (ops.yaml:1874 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_590(self):
+    """nonzero (ops.yaml:1874 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_591(self):
+    """nonzero (ops.yaml:1874 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_592(self, mask):
+    """masked_select (ops.yaml:1887 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_593(self, mask):
+    """masked_select (ops.yaml:1887 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_594(self, mask):
+    """masked_select (ops.yaml:1887 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_595(self, mask):
+    """masked_select (ops.yaml:1887 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_596(self, mask):
+    """masked_select (ops.yaml:1887 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_597(self):
+    """argsort (ops.yaml:1902 sample 0)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_598(self):
+    """argsort (ops.yaml:1902 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_599(self):
+    """argsort (ops.yaml:1902 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_600(self):
+    """argsort (ops.yaml:1902 sample 3)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_601(self):
+    """argsort (ops.yaml:1902 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_602(self, indices_0):
+    """index.Tensor (ops.yaml:1916 sample 0)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_603(self, indices_1):
+    """index.Tensor (ops.yaml:1916 sample 1)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_604(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:1916 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_605(self, indices_0):
+    """index.Tensor (ops.yaml:1916 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_606(self, indices_1):
+    """index.Tensor (ops.yaml:1916 sample 4)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_607(self, indices_1):
+    """index.Tensor (ops.yaml:1916 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_608(self, indices_0, values):
+    """index_put (ops.yaml:1931 sample 0)"""
+    indices = [indices_0]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_609(self, indices_1, values):
+    """index_put (ops.yaml:1931 sample 1)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_610(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:1931 sample 2)"""
+    indices = [indices_0, indices_1]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_611(self, indices_0, values):
+    """index_put (ops.yaml:1931 sample 3)"""
+    indices = [indices_0]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_612(self, indices_1, values):
+    """index_put (ops.yaml:1931 sample 4)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_613(self):
+    """sort (ops.yaml:1946 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_614(self):
+    """sort (ops.yaml:1946 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_615(self):
+    """sort (ops.yaml:1946 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_616(self):
+    """sort (ops.yaml:1946 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_617(self):
+    """sort (ops.yaml:1946 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_618(self):
+    """sort (ops.yaml:1946 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_619(self):
+    """sort (ops.yaml:1946 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_620(self):
+    """sort (ops.yaml:1946 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_621(self):
+    """sort (ops.yaml:1946 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_622(self):
+    """sort (ops.yaml:1946 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_623(self):
+    """sort.stable (ops.yaml:1962 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_624(self):
+    """sort.stable (ops.yaml:1962 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_625(self):
+    """sort.stable (ops.yaml:1962 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_626(self):
+    """sort.stable (ops.yaml:1962 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_627(self):
+    """topk (ops.yaml:1976 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_628(self):
+    """topk (ops.yaml:1976 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_629(self):
+    """topk (ops.yaml:1976 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_630(self):
+    """topk (ops.yaml:1976 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_631(self):
+    """topk (ops.yaml:1976 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_632(self):
+    """topk (ops.yaml:1976 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_633(self):
+    """topk (ops.yaml:1976 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_634(self):
+    """topk (ops.yaml:1976 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_635(self):
+    """topk (ops.yaml:1976 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_636(self):
+    """topk (ops.yaml:1976 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_637(self):
+    """avg_pool2d (ops.yaml:1998 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_638(self):
+    """avg_pool2d (ops.yaml:1998 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_639(self):
+    """avg_pool2d (ops.yaml:1998 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    ceil_mode = True
+    count_include_pad = True
+    divisor_override = 4
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_640(self):
+    """avg_pool2d (ops.yaml:1998 sample 3)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_641(self):
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_642(self):
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 1)"""
+    output_size = [4]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_643(self):
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 2)"""
+    output_size = [4, 3]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_644(self):
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 3)"""
+    output_size = [2, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_645(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2032 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_646(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2032 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_647(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2045 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def case_648(input, weight, bias):
+    """conv2d (ops.yaml:2092 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_649(input, weight, bias):
+    """conv2d (ops.yaml:2092 sample 1)"""
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_650(input, weight, bias):
+    """conv2d (ops.yaml:2092 sample 2)"""
+    stride = [2]
+    padding = [1]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_651(input, weight, bias):
+    """conv2d (ops.yaml:2092 sample 3)"""
+    stride = []
+    padding = [1, 0]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_652(input, weight, bias):
+    """conv2d (ops.yaml:2092 sample 4)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_653(input, weight):
+    """conv2d (ops.yaml:2092 sample 5)"""
+    bias = None
+    stride = [1, 2]
+    padding = []
+    dilation = [2, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_654(input, weight, bias):
+    """conv2d.padding (ops.yaml:2114 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_655(input, weight, bias):
+    """conv2d.padding (ops.yaml:2114 sample 1)"""
+    stride = []
+    padding = 'same'
+    dilation = [3, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_656(input, weight, bias):
+    """conv2d.padding (ops.yaml:2114 sample 2)"""
+    stride = [2]
+    padding = 'valid'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_657(input, weight, bias):
+    """conv1d (ops.yaml:2134 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_658(input, weight, bias):
+    """conv1d (ops.yaml:2134 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_659(input, weight, bias):
+    """conv1d (ops.yaml:2134 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_660(input, weight, bias):
+    """conv1d.padding (ops.yaml:2153 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = [1]
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_661(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2171 sample 0)"""
+    stride = []
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_662(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2171 sample 1)"""
+    stride = [2, 3]
+    padding = [1, 2]
+    output_padding = [1, 2]
+    groups = 2
+    dilation = [1, 2]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_663(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2171 sample 2)"""
+    stride = [2]
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_664(input, weight):
+    """conv_transpose2d.input (ops.yaml:2171 sample 3)"""
+    bias = None
+    stride = [2]
+    padding = [1]
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_665(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2187 sample 0)"""
+    input_size = [2, 3, 6, 5]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_666(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2187 sample 1)"""
+    input_size = [2, 4, 7, 6]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_667(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2200 sample 0)"""
+    weight_size = [4, 3, 3, 2]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_668(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2200 sample 1)"""
+    weight_size = [6, 2, 3, 3]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_669(grad_output):
+    """conv2d_backward_bias (ops.yaml:2214 sample 0)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_670(grad_output):
+    """conv2d_backward_bias (ops.yaml:2214 sample 1)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_671(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_672(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_673(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_674(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_675(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_676(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_677(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_678(self):
+    """max_pool2d_with_indices (ops.yaml:2232 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_679(self):
+    """max_pool2d (ops.yaml:2250 sample 0)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_680(self):
+    """max_pool2d (ops.yaml:2250 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_681(self):
+    """max_pool2d (ops.yaml:2250 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_682(input, weight, bias):
+    """layer_norm (ops.yaml:2275 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_475(input, weight):
-    """layer_norm (ops.yaml:1436 sample 1)"""
+def case_683(input, weight):
+    """layer_norm (ops.yaml:2275 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -2769,8 +4292,8 @@ def case_475(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_476(input, bias):
-    """layer_norm (ops.yaml:1436 sample 2)"""
+def case_684(input, bias):
+    """layer_norm (ops.yaml:2275 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -2778,16 +4301,16 @@ def case_476(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_477(input, weight, bias):
-    """layer_norm (ops.yaml:1436 sample 3)"""
+def case_685(input, weight, bias):
+    """layer_norm (ops.yaml:2275 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_478(input):
-    """layer_norm (ops.yaml:1436 sample 4)"""
+def case_686(input):
+    """layer_norm (ops.yaml:2275 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -2796,16 +4319,16 @@ def case_478(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_479(input, weight, bias):
-    """group_norm (ops.yaml:1463 sample 0)"""
+def case_687(input, weight, bias):
+    """group_norm (ops.yaml:2302 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_480(input, weight):
-    """group_norm (ops.yaml:1463 sample 1)"""
+def case_688(input, weight):
+    """group_norm (ops.yaml:2302 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -2813,8 +4336,8 @@ def case_480(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_481(input, bias):
-    """group_norm (ops.yaml:1463 sample 2)"""
+def case_689(input, bias):
+    """group_norm (ops.yaml:2302 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -2822,16 +4345,16 @@ def case_481(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_482(input, weight, bias):
-    """group_norm (ops.yaml:1463 sample 3)"""
+def case_690(input, weight, bias):
+    """group_norm (ops.yaml:2302 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_483(input):
-    """group_norm (ops.yaml:1463 sample 4)"""
+def case_691(input):
+    """group_norm (ops.yaml:2302 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -2840,37 +4363,37 @@ def case_483(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_484(input, weight):
-    """rms_norm (ops.yaml:1487 sample 0)"""
+def case_692(input, weight):
+    """rms_norm (ops.yaml:2326 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_485(input):
-    """rms_norm (ops.yaml:1487 sample 1)"""
+def case_693(input):
+    """rms_norm (ops.yaml:2326 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_486(input, weight):
-    """rms_norm (ops.yaml:1487 sample 2)"""
+def case_694(input, weight):
+    """rms_norm (ops.yaml:2326 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_487(input, weight):
-    """rms_norm (ops.yaml:1487 sample 3)"""
+def case_695(input, weight):
+    """rms_norm (ops.yaml:2326 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_488(input, weight, bias):
-    """batch_norm (ops.yaml:1521 sample 0)"""
+def case_696(input, weight, bias):
+    """batch_norm (ops.yaml:2360 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -2880,8 +4403,8 @@ def case_488(input, weight, bias):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_489(input, running_mean, running_var):
-    """batch_norm (ops.yaml:1521 sample 1)"""
+def case_697(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2360 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -2891,8 +4414,8 @@ def case_489(input, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_490(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:1521 sample 2)"""
+def case_698(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2360 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -2901,8 +4424,8 @@ def case_490(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_491(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:1521 sample 3)"""
+def case_699(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2360 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -2911,8 +4434,8 @@ def case_491(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_492(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:1521 sample 4)"""
+def case_700(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2360 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -2921,8 +4444,8 @@ def case_492(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_493(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:1521 sample 5)"""
+def case_701(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2360 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -2931,23 +4454,23 @@ def case_493(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_494(input, weight, bias):
-    """row_norm (ops.yaml:1555 sample 0)"""
+def case_702(input, weight, bias):
+    """row_norm (ops.yaml:2394 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_495(input, weight):
-    """row_norm (ops.yaml:1555 sample 1)"""
+def case_703(input, weight):
+    """row_norm (ops.yaml:2394 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_496(input, weight, bias):
-    """batch_norm_training (ops.yaml:1586 sample 0)"""
+def case_704(input, weight, bias):
+    """batch_norm_training (ops.yaml:2425 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -2955,8 +4478,8 @@ def case_496(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_497(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:1586 sample 1)"""
+def case_705(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2425 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -2964,418 +4487,418 @@ def case_497(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_498(self):
-    """softmax.int (ops.yaml:1717 sample 0)"""
+def case_706(self):
+    """softmax.int (ops.yaml:2556 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_499(self):
-    """softmax.int (ops.yaml:1717 sample 1)"""
+def case_707(self):
+    """softmax.int (ops.yaml:2556 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_500(self):
-    """softmax.int (ops.yaml:1717 sample 2)"""
+def case_708(self):
+    """softmax.int (ops.yaml:2556 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_501(self):
-    """softmax.int (ops.yaml:1717 sample 3)"""
+def case_709(self):
+    """softmax.int (ops.yaml:2556 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_502(self):
-    """softmax.int (ops.yaml:1717 sample 4)"""
+def case_710(self):
+    """softmax.int (ops.yaml:2556 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_503(self):
-    """log_softmax.int (ops.yaml:1735 sample 0)"""
+def case_711(self):
+    """log_softmax.int (ops.yaml:2574 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_504(self):
-    """log_softmax.int (ops.yaml:1735 sample 1)"""
+def case_712(self):
+    """log_softmax.int (ops.yaml:2574 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_505(self):
-    """log_softmax.int (ops.yaml:1735 sample 2)"""
+def case_713(self):
+    """log_softmax.int (ops.yaml:2574 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_506(self):
-    """log_softmax.int (ops.yaml:1735 sample 3)"""
+def case_714(self):
+    """log_softmax.int (ops.yaml:2574 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_507(self):
-    """log_softmax.int (ops.yaml:1735 sample 4)"""
+def case_715(self):
+    """log_softmax.int (ops.yaml:2574 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_508(grad_output, output):
-    """softmax_backward_data (ops.yaml:1753 sample 0)"""
+def case_716(grad_output, output):
+    """softmax_backward_data (ops.yaml:2592 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_509(grad_output, output):
-    """softmax_backward_data (ops.yaml:1753 sample 1)"""
+def case_717(grad_output, output):
+    """softmax_backward_data (ops.yaml:2592 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_510(grad_output, output):
-    """softmax_backward_data (ops.yaml:1753 sample 2)"""
+def case_718(grad_output, output):
+    """softmax_backward_data (ops.yaml:2592 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_511(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1770 sample 0)"""
+def case_719(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2609 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_512(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1770 sample 1)"""
+def case_720(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2609 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_513(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1770 sample 2)"""
+def case_721(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2609 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_514(input):
-    """dropout (ops.yaml:1809 sample 0)"""
+def case_722(input):
+    """dropout (ops.yaml:2648 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_515(input):
-    """dropout (ops.yaml:1809 sample 1)"""
+def case_723(input):
+    """dropout (ops.yaml:2648 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_516(input):
-    """dropout (ops.yaml:1809 sample 2)"""
+def case_724(input):
+    """dropout (ops.yaml:2648 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_517(input):
-    """dropout (ops.yaml:1809 sample 3)"""
+def case_725(input):
+    """dropout (ops.yaml:2648 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_518(input):
-    """dropout (ops.yaml:1809 sample 4)"""
+def case_726(input):
+    """dropout (ops.yaml:2648 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_519(self, target):
-    """mse_loss (ops.yaml:1823 sample 0)"""
+def case_727(self, target):
+    """mse_loss (ops.yaml:2662 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_520(self, target):
-    """mse_loss (ops.yaml:1823 sample 1)"""
+def case_728(self, target):
+    """mse_loss (ops.yaml:2662 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_521(self, target):
-    """mse_loss (ops.yaml:1823 sample 2)"""
+def case_729(self, target):
+    """mse_loss (ops.yaml:2662 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_522(self, target):
-    """mse_loss (ops.yaml:1823 sample 3)"""
+def case_730(self, target):
+    """mse_loss (ops.yaml:2662 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_523(self, target):
-    """mse_loss (ops.yaml:1823 sample 4)"""
+def case_731(self, target):
+    """mse_loss (ops.yaml:2662 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_524(self, target):
-    """l1_loss (ops.yaml:1838 sample 0)"""
+def case_732(self, target):
+    """l1_loss (ops.yaml:2677 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_525(self, target):
-    """l1_loss (ops.yaml:1838 sample 1)"""
+def case_733(self, target):
+    """l1_loss (ops.yaml:2677 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_526(self, target):
-    """l1_loss (ops.yaml:1838 sample 2)"""
+def case_734(self, target):
+    """l1_loss (ops.yaml:2677 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_527(self, target):
-    """l1_loss (ops.yaml:1838 sample 3)"""
+def case_735(self, target):
+    """l1_loss (ops.yaml:2677 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_528(self, target):
-    """l1_loss (ops.yaml:1838 sample 4)"""
+def case_736(self, target):
+    """l1_loss (ops.yaml:2677 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_529(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 0)"""
+def case_737(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_530(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 1)"""
+def case_738(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_531(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 2)"""
+def case_739(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_532(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 3)"""
+def case_740(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_533(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 4)"""
+def case_741(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_534(self, target):
-    """smooth_l1_loss (ops.yaml:1853 sample 5)"""
+def case_742(self, target):
+    """smooth_l1_loss (ops.yaml:2692 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_535(self, target):
-    """huber_loss (ops.yaml:1869 sample 0)"""
+def case_743(self, target):
+    """huber_loss (ops.yaml:2708 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_536(self, target):
-    """huber_loss (ops.yaml:1869 sample 1)"""
+def case_744(self, target):
+    """huber_loss (ops.yaml:2708 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_537(self, target):
-    """huber_loss (ops.yaml:1869 sample 2)"""
+def case_745(self, target):
+    """huber_loss (ops.yaml:2708 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_538(self, target):
-    """huber_loss (ops.yaml:1869 sample 3)"""
+def case_746(self, target):
+    """huber_loss (ops.yaml:2708 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_539(self, target):
-    """huber_loss (ops.yaml:1869 sample 4)"""
+def case_747(self, target):
+    """huber_loss (ops.yaml:2708 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_540(self, target):
-    """binary_cross_entropy (ops.yaml:1885 sample 0)"""
+def case_748(self, target):
+    """binary_cross_entropy (ops.yaml:2724 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_541(self, target):
-    """binary_cross_entropy (ops.yaml:1885 sample 1)"""
+def case_749(self, target):
+    """binary_cross_entropy (ops.yaml:2724 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_542(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1885 sample 2)"""
+def case_750(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2724 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_543(self, target):
-    """binary_cross_entropy (ops.yaml:1885 sample 3)"""
+def case_751(self, target):
+    """binary_cross_entropy (ops.yaml:2724 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_544(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1885 sample 4)"""
+def case_752(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2724 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_545(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1885 sample 5)"""
+def case_753(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2724 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_546(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 0)"""
+def case_754(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_547(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 1)"""
+def case_755(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_548(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 2)"""
+def case_756(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_549(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 3)"""
+def case_757(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_550(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 4)"""
+def case_758(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_551(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1901 sample 5)"""
+def case_759(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_552(self, target):
-    """nll_loss (ops.yaml:1924 sample 0)"""
+def case_760(self, target):
+    """nll_loss (ops.yaml:2763 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_553(self, target, weight):
-    """nll_loss (ops.yaml:1924 sample 1)"""
+def case_761(self, target, weight):
+    """nll_loss (ops.yaml:2763 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_554(self, target, weight):
-    """nll_loss (ops.yaml:1924 sample 2)"""
+def case_762(self, target, weight):
+    """nll_loss (ops.yaml:2763 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_555(self, target):
-    """nll_loss (ops.yaml:1924 sample 3)"""
+def case_763(self, target):
+    """nll_loss (ops.yaml:2763 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_556(self, target, weight):
-    """nll_loss (ops.yaml:1924 sample 4)"""
+def case_764(self, target, weight):
+    """nll_loss (ops.yaml:2763 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_557(self, target):
-    """nll_loss (ops.yaml:1924 sample 5)"""
+def case_765(self, target):
+    """nll_loss (ops.yaml:2763 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_558(self, target):
-    """cross_entropy_loss (ops.yaml:1947 sample 0)"""
+def case_766(self, target):
+    """cross_entropy_loss (ops.yaml:2786 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3383,32 +4906,32 @@ def case_558(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_559(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 1)"""
+def case_767(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_560(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 2)"""
+def case_768(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_561(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 3)"""
+def case_769(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_562(self, target):
-    """cross_entropy_loss (ops.yaml:1947 sample 4)"""
+def case_770(self, target):
+    """cross_entropy_loss (ops.yaml:2786 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3416,8 +4939,8 @@ def case_562(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_563(self, target):
-    """cross_entropy_loss (ops.yaml:1947 sample 5)"""
+def case_771(self, target):
+    """cross_entropy_loss (ops.yaml:2786 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3425,16 +4948,16 @@ def case_563(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_564(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 6)"""
+def case_772(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_565(self, target):
-    """cross_entropy_loss (ops.yaml:1947 sample 7)"""
+def case_773(self, target):
+    """cross_entropy_loss (ops.yaml:2786 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3442,24 +4965,24 @@ def case_565(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_566(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 8)"""
+def case_774(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_567(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 9)"""
+def case_775(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_568(self, target):
-    """cross_entropy_loss (ops.yaml:1947 sample 10)"""
+def case_776(self, target):
+    """cross_entropy_loss (ops.yaml:2786 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3467,16 +4990,16 @@ def case_568(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_569(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1947 sample 11)"""
+def case_777(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2786 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_570(self, target):
-    """cross_entropy_index (ops.yaml:1972 sample 0)"""
+def case_778(self, target):
+    """cross_entropy_index (ops.yaml:2811 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -3484,8 +5007,8 @@ def case_570(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_571(self, target):
-    """cross_entropy_index (ops.yaml:1972 sample 1)"""
+def case_779(self, target):
+    """cross_entropy_index (ops.yaml:2811 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -3493,8 +5016,8 @@ def case_571(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_572(self, target):
-    """cross_entropy_index (ops.yaml:1972 sample 2)"""
+def case_780(self, target):
+    """cross_entropy_index (ops.yaml:2811 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3502,8 +5025,8 @@ def case_572(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_573(self, target):
-    """cross_entropy_index (ops.yaml:1972 sample 3)"""
+def case_781(self, target):
+    """cross_entropy_index (ops.yaml:2811 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3511,8 +5034,8 @@ def case_573(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_574(self, target):
-    """cross_entropy_index (ops.yaml:1972 sample 4)"""
+def case_782(self, target):
+    """cross_entropy_index (ops.yaml:2811 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3520,8 +5043,8 @@ def case_574(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_575(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 0)"""
+def case_783(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -3529,24 +5052,24 @@ def case_575(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_576(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 1)"""
+def case_784(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_577(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 2)"""
+def case_785(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_578(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 3)"""
+def case_786(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -3554,8 +5077,8 @@ def case_578(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_579(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 4)"""
+def case_787(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -3563,8 +5086,8 @@ def case_579(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_580(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 5)"""
+def case_788(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -3572,8 +5095,8 @@ def case_580(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_581(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2009 sample 6)"""
+def case_789(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2848 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -3581,48 +5104,48 @@ def case_581(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_582():
-    """empty (ops.yaml:2029 sample 0)"""
+def case_790():
+    """empty (ops.yaml:2868 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_583():
-    """empty (ops.yaml:2029 sample 1)"""
+def case_791():
+    """empty (ops.yaml:2868 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_584():
-    """empty (ops.yaml:2029 sample 2)"""
+def case_792():
+    """empty (ops.yaml:2868 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_585():
-    """zeros (ops.yaml:2036 sample 0)"""
+def case_793():
+    """zeros (ops.yaml:2875 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_586():
-    """ones (ops.yaml:2044 sample 0)"""
+def case_794():
+    """ones (ops.yaml:2883 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_587():
-    """full (ops.yaml:2059 sample 0)"""
+def case_795():
+    """full (ops.yaml:2898 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3630,8 +5153,8 @@ def case_587():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_588():
-    """full (ops.yaml:2059 sample 1)"""
+def case_796():
+    """full (ops.yaml:2898 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3639,8 +5162,8 @@ def case_588():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_589():
-    """full (ops.yaml:2059 sample 2)"""
+def case_797():
+    """full (ops.yaml:2898 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3648,71 +5171,71 @@ def case_589():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_590(self):
-    """empty_like (ops.yaml:2070 sample 0)"""
+def case_798(self):
+    """empty_like (ops.yaml:2909 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_591(self):
-    """empty_like (ops.yaml:2070 sample 1)"""
+def case_799(self):
+    """empty_like (ops.yaml:2909 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_592(self):
-    """empty_like (ops.yaml:2070 sample 2)"""
+def case_800(self):
+    """empty_like (ops.yaml:2909 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_593(self):
-    """ones_like (ops.yaml:2090 sample 0)"""
+def case_801(self):
+    """ones_like (ops.yaml:2929 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_594(self):
-    """ones_like (ops.yaml:2090 sample 1)"""
+def case_802(self):
+    """ones_like (ops.yaml:2929 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_595(self):
-    """ones_like (ops.yaml:2090 sample 2)"""
+def case_803(self):
+    """ones_like (ops.yaml:2929 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_596(self):
-    """ones_like (ops.yaml:2090 sample 3)"""
+def case_804(self):
+    """ones_like (ops.yaml:2929 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_597(self):
-    """full_like (ops.yaml:2102 sample 0)"""
+def case_805(self):
+    """full_like (ops.yaml:2941 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_598(self):
-    """full_like (ops.yaml:2102 sample 1)"""
+def case_806(self):
+    """full_like (ops.yaml:2941 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_599(self):
-    """full_like (ops.yaml:2102 sample 2)"""
+def case_807(self):
+    """full_like (ops.yaml:2941 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_600():
-    """arange (ops.yaml:2107 sample 0)"""
+def case_808():
+    """arange (ops.yaml:2946 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3721,8 +5244,8 @@ def case_600():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_601():
-    """linspace (ops.yaml:2122 sample 0)"""
+def case_809():
+    """linspace (ops.yaml:2961 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3731,8 +5254,8 @@ def case_601():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_602():
-    """linspace (ops.yaml:2122 sample 1)"""
+def case_810():
+    """linspace (ops.yaml:2961 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3741,8 +5264,8 @@ def case_602():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_603():
-    """linspace (ops.yaml:2122 sample 2)"""
+def case_811():
+    """linspace (ops.yaml:2961 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3751,24 +5274,24 @@ def case_603():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_604():
-    """eye (ops.yaml:2134 sample 0)"""
+def case_812():
+    """eye (ops.yaml:2973 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_605():
-    """eye (ops.yaml:2134 sample 1)"""
+def case_813():
+    """eye (ops.yaml:2973 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_606():
-    """eye.m (ops.yaml:2145 sample 0)"""
+def case_814():
+    """eye.m (ops.yaml:2984 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3776,8 +5299,8 @@ def case_606():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_607():
-    """eye.m (ops.yaml:2145 sample 1)"""
+def case_815():
+    """eye.m (ops.yaml:2984 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3785,8 +5308,8 @@ def case_607():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_608():
-    """rand (ops.yaml:2149 sample 0)"""
+def case_816():
+    """rand (ops.yaml:2988 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3794,8 +5317,8 @@ def case_608():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_609():
-    """randn (ops.yaml:2160 sample 0)"""
+def case_817():
+    """randn (ops.yaml:2999 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3803,36 +5326,36 @@ def case_609():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_610(self):
-    """rand_like (ops.yaml:2177 sample 0)"""
+def case_818(self):
+    """rand_like (ops.yaml:3016 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_611(self):
-    """rand_like (ops.yaml:2177 sample 1)"""
+def case_819(self):
+    """rand_like (ops.yaml:3016 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_612(self):
-    """randn_like (ops.yaml:2187 sample 0)"""
+def case_820(self):
+    """randn_like (ops.yaml:3026 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_613(self):
-    """randn_like (ops.yaml:2187 sample 1)"""
+def case_821(self):
+    """randn_like (ops.yaml:3026 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_614():
-    """randint (ops.yaml:2198 sample 0)"""
+def case_822():
+    """randint (ops.yaml:3037 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3841,8 +5364,8 @@ def case_614():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_615():
-    """randint (ops.yaml:2198 sample 1)"""
+def case_823():
+    """randint (ops.yaml:3037 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3851,8 +5374,8 @@ def case_615():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_616():
-    """randint.low (ops.yaml:2209 sample 0)"""
+def case_824():
+    """randint.low (ops.yaml:3048 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3862,8 +5385,8 @@ def case_616():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_617():
-    """randperm (ops.yaml:2219 sample 0)"""
+def case_825():
+    """randperm (ops.yaml:3058 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3871,8 +5394,8 @@ def case_617():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_618():
-    """randperm (ops.yaml:2219 sample 1)"""
+def case_826():
+    """randperm (ops.yaml:3058 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3880,83 +5403,83 @@ def case_618():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_619(self):
-    """bernoulli.p (ops.yaml:2236 sample 0)"""
+def case_827(self):
+    """bernoulli.p (ops.yaml:3075 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_620(self):
-    """bernoulli.p (ops.yaml:2236 sample 1)"""
+def case_828(self):
+    """bernoulli.p (ops.yaml:3075 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_621(self):
-    """bernoulli.p (ops.yaml:2236 sample 2)"""
+def case_829(self):
+    """bernoulli.p (ops.yaml:3075 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_622(self):
-    """normal (ops.yaml:2247 sample 0)"""
+def case_830(self):
+    """normal (ops.yaml:3086 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_623(self):
-    """normal (ops.yaml:2247 sample 1)"""
+def case_831(self):
+    """normal (ops.yaml:3086 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_624(self):
-    """normal (ops.yaml:2247 sample 2)"""
+def case_832(self):
+    """normal (ops.yaml:3086 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_625(self):
-    """uniform (ops.yaml:2259 sample 0)"""
+def case_833(self):
+    """uniform (ops.yaml:3098 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_626(self):
-    """uniform (ops.yaml:2259 sample 1)"""
+def case_834(self):
+    """uniform (ops.yaml:3098 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_627(self):
-    """uniform (ops.yaml:2259 sample 2)"""
+def case_835(self):
+    """uniform (ops.yaml:3098 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_628(self):
-    """sum_to (ops.yaml:2272 sample 0)"""
+def case_836(self):
+    """sum_to (ops.yaml:3111 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_629(self):
-    """sum_to (ops.yaml:2272 sample 1)"""
+def case_837(self):
+    """sum_to (ops.yaml:3111 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -5171,685 +6694,1309 @@ CASES = [
     dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 3", fn=case_406, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 0", fn=case_407, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 1", fn=case_408, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 2", fn=case_409, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 3", fn=case_410, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 0", fn=case_411, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 1", fn=case_412, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 2", fn=case_413, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 0", fn=case_414, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 1", fn=case_415, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 2", fn=case_416, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 3", fn=case_417, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 0", fn=case_455, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 1", fn=case_456, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1337 sample 0", fn=case_457, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1376 sample 0", fn=case_464, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 0", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 1", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1432 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1436 sample 0", fn=case_474, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 0", fn=case_474, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1436 sample 1", fn=case_475, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 1", fn=case_475, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1436 sample 2", fn=case_476, tensors=["input", "bias"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 2", fn=case_476, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1436 sample 3", fn=case_477, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 3", fn=case_477, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:1436 sample 4", fn=case_478, tensors=["input"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 4", fn=case_478, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 0", fn=case_479, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 1", fn=case_480, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 2", fn=case_481, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 3", fn=case_482, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 0", fn=case_483, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 1", fn=case_484, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 2", fn=case_485, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 3", fn=case_486, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1494 sample 0", fn=case_487, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1494 sample 1", fn=case_488, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1494 sample 2", fn=case_489, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1494 sample 3", fn=case_490, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 0", fn=case_491, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 1", fn=case_492, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 2", fn=case_493, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 3", fn=case_494, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 4", fn=case_495, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1509 sample 5", fn=case_496, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1524 sample 0", fn=case_497, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1524 sample 1", fn=case_498, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1524 sample 2", fn=case_499, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1524 sample 3", fn=case_500, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1524 sample 4", fn=case_501, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1541 sample 0", fn=case_502, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1541 sample 1", fn=case_503, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1541 sample 2", fn=case_504, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1541 sample 3", fn=case_505, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1541 sample 4", fn=case_506, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1565 sample 0", fn=case_507, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1565 sample 1", fn=case_508, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1565 sample 2", fn=case_509, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1565 sample 3", fn=case_510, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1565 sample 4", fn=case_511, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1581 sample 0", fn=case_512, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1581 sample 1", fn=case_513, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1581 sample 2", fn=case_514, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1581 sample 3", fn=case_515, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1581 sample 4", fn=case_516, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 0", fn=case_517, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 1", fn=case_518, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 2", fn=case_519, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 3", fn=case_520, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 4", fn=case_521, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 5", fn=case_522, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 6", fn=case_523, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1595 sample 7", fn=case_524, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1615 sample 0", fn=case_525, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1615 sample 1", fn=case_526, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1615 sample 2", fn=case_527, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1615 sample 3", fn=case_528, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1615 sample 4", fn=case_529, tensors=["tensors_0", "tensors_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1636 sample 0", fn=case_530, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1636 sample 1", fn=case_531, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1636 sample 2", fn=case_532, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1636 sample 3", fn=case_533, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1636 sample 4", fn=case_534, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 0", fn=case_535, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 1", fn=case_536, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 2", fn=case_537, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 3", fn=case_538, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1663 sample 0", fn=case_539, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1663 sample 1", fn=case_540, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1663 sample 2", fn=case_541, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1663 sample 3", fn=case_542, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1676 sample 0", fn=case_543, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1676 sample 1", fn=case_544, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1676 sample 2", fn=case_545, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1676 sample 3", fn=case_546, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 0", fn=case_547, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 1", fn=case_548, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 2", fn=case_549, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 3", fn=case_550, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 4", fn=case_551, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1693 sample 5", fn=case_552, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1717 sample 0", fn=case_553, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1717 sample 1", fn=case_554, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1717 sample 2", fn=case_555, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1717 sample 3", fn=case_556, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1717 sample 4", fn=case_557, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1732 sample 0", fn=case_558, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1732 sample 1", fn=case_559, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1732 sample 2", fn=case_560, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1745 sample 0", fn=case_561, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1745 sample 1", fn=case_562, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1745 sample 2", fn=case_563, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1745 sample 3", fn=case_564, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1745 sample 4", fn=case_565, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1768 sample 0", fn=case_566, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1768 sample 1", fn=case_567, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1768 sample 2", fn=case_568, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1768 sample 3", fn=case_569, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1789 sample 0", fn=case_570, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1789 sample 1", fn=case_571, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1789 sample 2", fn=case_572, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1802 sample 0", fn=case_573, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1802 sample 1", fn=case_574, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1802 sample 2", fn=case_575, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1802 sample 3", fn=case_576, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1802 sample 4", fn=case_577, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1821 sample 0", fn=case_578, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1821 sample 1", fn=case_579, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1821 sample 2", fn=case_580, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1821 sample 3", fn=case_581, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1835 sample 0", fn=case_582, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1835 sample 1", fn=case_583, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1862 sample 0", fn=case_584, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1862 sample 1", fn=case_585, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1862 sample 2", fn=case_586, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1862 sample 3", fn=case_587, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1874 sample 0", fn=case_588, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1874 sample 1", fn=case_589, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1874 sample 2", fn=case_590, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1874 sample 3", fn=case_591, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1887 sample 0", fn=case_592, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1887 sample 1", fn=case_593, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1887 sample 2", fn=case_594, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1887 sample 3", fn=case_595, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1887 sample 4", fn=case_596, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1902 sample 0", fn=case_597, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1902 sample 1", fn=case_598, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1902 sample 2", fn=case_599, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1902 sample 3", fn=case_600, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1902 sample 4", fn=case_601, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 0", fn=case_602, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 1", fn=case_603, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 2", fn=case_604, tensors=["self", "indices_0", "indices_2"],
+         free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 3", fn=case_605, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 4", fn=case_606, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 5", fn=case_607, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1931 sample 0", fn=case_608, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1931 sample 1", fn=case_609, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1931 sample 2", fn=case_610, tensors=["self", "indices_0", "indices_1", "values"],
+         free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1931 sample 3", fn=case_611, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1931 sample 4", fn=case_612, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 0 result values", fn=case_613, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 0 result indices", fn=case_614, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 1 result values", fn=case_615, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 1 result indices", fn=case_616, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 2 result values", fn=case_617, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 2 result indices", fn=case_618, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 3 result values", fn=case_619, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 3 result indices", fn=case_620, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 4 result values", fn=case_621, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1946 sample 4 result indices", fn=case_622, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1962 sample 0 result values", fn=case_623, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1962 sample 0 result indices", fn=case_624, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1962 sample 1 result values", fn=case_625, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1962 sample 1 result indices", fn=case_626, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 0 result values", fn=case_627, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 0 result indices", fn=case_628, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 1 result values", fn=case_629, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 1 result indices", fn=case_630, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 2 result values", fn=case_631, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 2 result indices", fn=case_632, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 3 result values", fn=case_633, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 3 result indices", fn=case_634, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 4 result values", fn=case_635, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1976 sample 4 result indices", fn=case_636, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 0", fn=case_637, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:1463 sample 0", fn=case_479, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1463 sample 1", fn=case_480, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1463 sample 2", fn=case_481, tensors=["input", "bias"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1463 sample 3", fn=case_482, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="group_norm", where="ops.yaml:1463 sample 4", fn=case_483, tensors=["input"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 1", fn=case_638, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1487 sample 0", fn=case_484, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rms_norm", where="ops.yaml:1487 sample 1", fn=case_485, tensors=["input"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 2", fn=case_639, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1487 sample 2", fn=case_486, tensors=["input", "weight"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 3", fn=case_640, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 0", fn=case_641, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 1", fn=case_642, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 2", fn=case_643, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 3", fn=case_644, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d_backward", where="ops.yaml:2032 sample 0", fn=case_645, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:1487 sample 3", fn=case_487, tensors=["input", "weight"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2032 sample 1", fn=case_646, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 0", fn=case_488, tensors=["input", "weight", "bias"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2045 sample 0", fn=case_647, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2092 sample 0", fn=case_648, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 1", fn=case_489, tensors=["input", "running_mean", "running_var"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 1", fn=case_649, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 2", fn=case_490, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 2", fn=case_650, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2092 sample 3", fn=case_651, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2092 sample 4", fn=case_652, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2092 sample 5", fn=case_653, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 0", fn=case_654, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 1", fn=case_655, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 2", fn=case_656, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2134 sample 0", fn=case_657, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2134 sample 1", fn=case_658, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2134 sample 2", fn=case_659, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:2153 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 0", fn=case_661, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 1", fn=case_662, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 2", fn=case_663, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 3", fn=case_664, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:2187 sample 0", fn=case_665, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:2187 sample 1", fn=case_666, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2200 sample 0", fn=case_667, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2200 sample 1", fn=case_668, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2214 sample 0", fn=case_669, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2214 sample 1", fn=case_670, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 0 result values", fn=case_671, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 0 result indices", fn=case_672, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 1 result values", fn=case_673, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 1 result indices", fn=case_674, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 2 result values", fn=case_675, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 2 result indices", fn=case_676, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 3 result values", fn=case_677, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 3 result indices", fn=case_678, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 0", fn=case_679, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 1", fn=case_680, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 2", fn=case_681, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2275 sample 0", fn=case_682, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2275 sample 1", fn=case_683, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2275 sample 2", fn=case_684, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2275 sample 3", fn=case_685, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2275 sample 4", fn=case_686, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2302 sample 0", fn=case_687, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2302 sample 1", fn=case_688, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2302 sample 2", fn=case_689, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2302 sample 3", fn=case_690, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2302 sample 4", fn=case_691, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2326 sample 0", fn=case_692, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2326 sample 1", fn=case_693, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2326 sample 2", fn=case_694, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2326 sample 3", fn=case_695, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2360 sample 0", fn=case_696, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2360 sample 1", fn=case_697, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2360 sample 2", fn=case_698, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 3", fn=case_491, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2360 sample 3", fn=case_699, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 4", fn=case_492, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2360 sample 4", fn=case_700, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:1521 sample 5", fn=case_493, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2360 sample 5", fn=case_701, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:1555 sample 0", fn=case_494, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2394 sample 0", fn=case_702, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:1555 sample 1", fn=case_495, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2394 sample 1", fn=case_703, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:1586 sample 0", fn=case_496, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2425 sample 0", fn=case_704, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:1586 sample 1", fn=case_497, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2425 sample 1", fn=case_705, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1717 sample 0", fn=case_498, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2556 sample 0", fn=case_706, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1717 sample 1", fn=case_499, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2556 sample 1", fn=case_707, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1717 sample 2", fn=case_500, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2556 sample 2", fn=case_708, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1717 sample 3", fn=case_501, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2556 sample 3", fn=case_709, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1717 sample 4", fn=case_502, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2556 sample 4", fn=case_710, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1735 sample 0", fn=case_503, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2574 sample 0", fn=case_711, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1735 sample 1", fn=case_504, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2574 sample 1", fn=case_712, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1735 sample 2", fn=case_505, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2574 sample 2", fn=case_713, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1735 sample 3", fn=case_506, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2574 sample 3", fn=case_714, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1735 sample 4", fn=case_507, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2574 sample 4", fn=case_715, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 0", fn=case_508, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 0", fn=case_716, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 1", fn=case_509, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 1", fn=case_717, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1753 sample 2", fn=case_510, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 2", fn=case_718, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 0", fn=case_511, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 0", fn=case_719, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 1", fn=case_512, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 1", fn=case_720, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1770 sample 2", fn=case_513, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 2", fn=case_721, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1809 sample 0", fn=case_514, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2648 sample 0", fn=case_722, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1809 sample 1", fn=case_515, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2648 sample 1", fn=case_723, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1809 sample 2", fn=case_516, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2648 sample 2", fn=case_724, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1809 sample 3", fn=case_517, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2648 sample 3", fn=case_725, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1809 sample 4", fn=case_518, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2648 sample 4", fn=case_726, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1823 sample 0", fn=case_519, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2662 sample 0", fn=case_727, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1823 sample 1", fn=case_520, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2662 sample 1", fn=case_728, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1823 sample 2", fn=case_521, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2662 sample 2", fn=case_729, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1823 sample 3", fn=case_522, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2662 sample 3", fn=case_730, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1823 sample 4", fn=case_523, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2662 sample 4", fn=case_731, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1838 sample 0", fn=case_524, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2677 sample 0", fn=case_732, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1838 sample 1", fn=case_525, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2677 sample 1", fn=case_733, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1838 sample 2", fn=case_526, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2677 sample 2", fn=case_734, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1838 sample 3", fn=case_527, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2677 sample 3", fn=case_735, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1838 sample 4", fn=case_528, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2677 sample 4", fn=case_736, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 0", fn=case_529, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 0", fn=case_737, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 1", fn=case_530, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 1", fn=case_738, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 2", fn=case_531, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 2", fn=case_739, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 3", fn=case_532, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 3", fn=case_740, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 4", fn=case_533, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 4", fn=case_741, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1853 sample 5", fn=case_534, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 5", fn=case_742, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1869 sample 0", fn=case_535, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2708 sample 0", fn=case_743, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1869 sample 1", fn=case_536, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2708 sample 1", fn=case_744, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1869 sample 2", fn=case_537, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2708 sample 2", fn=case_745, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1869 sample 3", fn=case_538, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2708 sample 3", fn=case_746, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1869 sample 4", fn=case_539, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2708 sample 4", fn=case_747, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 0", fn=case_540, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 0", fn=case_748, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 1", fn=case_541, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 1", fn=case_749, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 2", fn=case_542, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 2", fn=case_750, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 3", fn=case_543, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 3", fn=case_751, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 4", fn=case_544, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 4", fn=case_752, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1885 sample 5", fn=case_545, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 5", fn=case_753, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 0", fn=case_546, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 0", fn=case_754, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 1", fn=case_547, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 1", fn=case_755, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 2", fn=case_548, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 2", fn=case_756, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 3", fn=case_549, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 3", fn=case_757, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 4", fn=case_550, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 4", fn=case_758, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1901 sample 5", fn=case_551, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 5", fn=case_759, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 0", fn=case_552, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 0", fn=case_760, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 1", fn=case_553, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 1", fn=case_761, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 2", fn=case_554, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 2", fn=case_762, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 3", fn=case_555, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 3", fn=case_763, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 4", fn=case_556, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 4", fn=case_764, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1924 sample 5", fn=case_557, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2763 sample 5", fn=case_765, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 0", fn=case_558, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 0", fn=case_766, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 1", fn=case_559, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 1", fn=case_767, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 2", fn=case_560, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 2", fn=case_768, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 3", fn=case_561, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 3", fn=case_769, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 4", fn=case_562, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 4", fn=case_770, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 5", fn=case_563, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 5", fn=case_771, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 6", fn=case_564, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 6", fn=case_772, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 7", fn=case_565, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 7", fn=case_773, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 8", fn=case_566, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 8", fn=case_774, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 9", fn=case_567, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 9", fn=case_775, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 10", fn=case_568, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 10", fn=case_776, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1947 sample 11", fn=case_569, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 11", fn=case_777, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 0", fn=case_570, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 0", fn=case_778, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 1", fn=case_571, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 1", fn=case_779, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 2", fn=case_572, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 2", fn=case_780, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 3", fn=case_573, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 3", fn=case_781, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1972 sample 4", fn=case_574, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 4", fn=case_782, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 0", fn=case_575, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 0", fn=case_783, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 1", fn=case_576, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 1", fn=case_784, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 2", fn=case_577, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 2", fn=case_785, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 3", fn=case_578, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 3", fn=case_786, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 4", fn=case_579, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 4", fn=case_787, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 5", fn=case_580, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 5", fn=case_788, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2009 sample 6", fn=case_581, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 6", fn=case_789, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2029 sample 0", fn=case_582, tensors=[],
+    dict(op="empty", where="ops.yaml:2868 sample 0", fn=case_790, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2029 sample 1", fn=case_583, tensors=[],
+    dict(op="empty", where="ops.yaml:2868 sample 1", fn=case_791, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2029 sample 2", fn=case_584, tensors=[],
+    dict(op="empty", where="ops.yaml:2868 sample 2", fn=case_792, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2036 sample 0", fn=case_585, tensors=[],
+    dict(op="zeros", where="ops.yaml:2875 sample 0", fn=case_793, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2044 sample 0", fn=case_586, tensors=[],
+    dict(op="ones", where="ops.yaml:2883 sample 0", fn=case_794, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2059 sample 0", fn=case_587, tensors=[],
+    dict(op="full", where="ops.yaml:2898 sample 0", fn=case_795, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2059 sample 1", fn=case_588, tensors=[],
+    dict(op="full", where="ops.yaml:2898 sample 1", fn=case_796, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2059 sample 2", fn=case_589, tensors=[],
+    dict(op="full", where="ops.yaml:2898 sample 2", fn=case_797, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2070 sample 0", fn=case_590, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2909 sample 0", fn=case_798, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2070 sample 1", fn=case_591, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2909 sample 1", fn=case_799, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2070 sample 2", fn=case_592, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2909 sample 2", fn=case_800, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2090 sample 0", fn=case_593, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2929 sample 0", fn=case_801, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2090 sample 1", fn=case_594, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2929 sample 1", fn=case_802, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2090 sample 2", fn=case_595, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2929 sample 2", fn=case_803, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2090 sample 3", fn=case_596, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2929 sample 3", fn=case_804, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2102 sample 0", fn=case_597, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2941 sample 0", fn=case_805, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2102 sample 1", fn=case_598, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2941 sample 1", fn=case_806, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2102 sample 2", fn=case_599, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2941 sample 2", fn=case_807, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2107 sample 0", fn=case_600, tensors=[],
+    dict(op="arange", where="ops.yaml:2946 sample 0", fn=case_808, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2122 sample 0", fn=case_601, tensors=[],
+    dict(op="linspace", where="ops.yaml:2961 sample 0", fn=case_809, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2122 sample 1", fn=case_602, tensors=[],
+    dict(op="linspace", where="ops.yaml:2961 sample 1", fn=case_810, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2122 sample 2", fn=case_603, tensors=[],
+    dict(op="linspace", where="ops.yaml:2961 sample 2", fn=case_811, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2134 sample 0", fn=case_604, tensors=[],
+    dict(op="eye", where="ops.yaml:2973 sample 0", fn=case_812, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2134 sample 1", fn=case_605, tensors=[],
+    dict(op="eye", where="ops.yaml:2973 sample 1", fn=case_813, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2145 sample 0", fn=case_606, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2984 sample 0", fn=case_814, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2145 sample 1", fn=case_607, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2984 sample 1", fn=case_815, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2149 sample 0", fn=case_608, tensors=[],
+    dict(op="rand", where="ops.yaml:2988 sample 0", fn=case_816, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2160 sample 0", fn=case_609, tensors=[],
+    dict(op="randn", where="ops.yaml:2999 sample 0", fn=case_817, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2177 sample 0", fn=case_610, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3016 sample 0", fn=case_818, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2177 sample 1", fn=case_611, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3016 sample 1", fn=case_819, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2187 sample 0", fn=case_612, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3026 sample 0", fn=case_820, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2187 sample 1", fn=case_613, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3026 sample 1", fn=case_821, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2198 sample 0", fn=case_614, tensors=[],
+    dict(op="randint", where="ops.yaml:3037 sample 0", fn=case_822, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2198 sample 1", fn=case_615, tensors=[],
+    dict(op="randint", where="ops.yaml:3037 sample 1", fn=case_823, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2209 sample 0", fn=case_616, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3048 sample 0", fn=case_824, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2219 sample 0", fn=case_617, tensors=[],
+    dict(op="randperm", where="ops.yaml:3058 sample 0", fn=case_825, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2219 sample 1", fn=case_618, tensors=[],
+    dict(op="randperm", where="ops.yaml:3058 sample 1", fn=case_826, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2236 sample 0", fn=case_619, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3075 sample 0", fn=case_827, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2236 sample 1", fn=case_620, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3075 sample 1", fn=case_828, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2236 sample 2", fn=case_621, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3075 sample 2", fn=case_829, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2247 sample 0", fn=case_622, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3086 sample 0", fn=case_830, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2247 sample 1", fn=case_623, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3086 sample 1", fn=case_831, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2247 sample 2", fn=case_624, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3086 sample 2", fn=case_832, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2259 sample 0", fn=case_625, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3098 sample 0", fn=case_833, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2259 sample 1", fn=case_626, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3098 sample 1", fn=case_834, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2259 sample 2", fn=case_627, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3098 sample 2", fn=case_835, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2272 sample 0", fn=case_628, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3111 sample 0", fn=case_836, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2272 sample 1", fn=case_629, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3111 sample 1", fn=case_837, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
