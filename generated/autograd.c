@@ -8004,8 +8004,62 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
     return status;
 }
 
-/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+/* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * backward, from derivatives.yaml:533:
+ *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
+ */
+typedef struct row_norm_backward_bias_node {
+    yt_node base;            /* must be first */
+    yt_shape grad_out_shape; /* used by: grad_out */
+} row_norm_backward_bias_node;
+
+static yt_status
+row_norm_backward_bias_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    row_norm_backward_bias_node *node = (row_norm_backward_bias_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_unsqueeze(grads[0], -1);
+        out[0] = yt_expand(t0, node->grad_out_shape.sizes, node->grad_out_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+row_norm_backward_bias_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind row_norm_backward_bias_node_kind = {
+    .name = "RowNormBackwardBiasBackward",
+    .op_name = "row_norm_backward_bias",
+    .size = sizeof(row_norm_backward_bias_node),
+    .backward = row_norm_backward_bias_backward,
+    .release_saved = row_norm_backward_bias_release_saved,
+};
+
+yt_status
+yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    row_norm_backward_bias_node *node =
+        (row_norm_backward_bias_node *)yt__node_new(&row_norm_backward_bias_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__shape_of(&node->grad_out_shape, grad_out);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * backward, from derivatives.yaml:539:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -8105,7 +8159,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:538:
+ * backward, from derivatives.yaml:544:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -8179,8 +8233,61 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
     return status;
 }
 
+/* batch_norm_backward_bias(Tensor grad_out) -> Tensor
+ * backward, from derivatives.yaml:536:
+ *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
+ */
+typedef struct batch_norm_backward_bias_node {
+    yt_node base;            /* must be first */
+    yt_shape grad_out_shape; /* used by: grad_out */
+} batch_norm_backward_bias_node;
+
+static yt_status
+batch_norm_backward_bias_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    batch_norm_backward_bias_node *node = (batch_norm_backward_bias_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_batch_norm_backward_bias_backward(grads[0], node->grad_out_shape.sizes,
+                                                      node->grad_out_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+batch_norm_backward_bias_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind batch_norm_backward_bias_node_kind = {
+    .name = "BatchNormBackwardBiasBackward",
+    .op_name = "batch_norm_backward_bias",
+    .size = sizeof(batch_norm_backward_bias_node),
+    .backward = batch_norm_backward_bias_backward,
+    .release_saved = batch_norm_backward_bias_release_saved,
+};
+
+yt_status
+yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    batch_norm_backward_bias_node *node =
+        (batch_norm_backward_bias_node *)yt__node_new(&batch_norm_backward_bias_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__shape_of(&node->grad_out_shape, grad_out);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:545:
+ * backward, from derivatives.yaml:551:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -8237,7 +8344,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:548:
+ * backward, from derivatives.yaml:554:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -8294,7 +8401,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:551:
+ * backward, from derivatives.yaml:557:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -8369,7 +8476,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:555:
+ * backward, from derivatives.yaml:561:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -8444,7 +8551,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:562:
+ * backward, from derivatives.yaml:568:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

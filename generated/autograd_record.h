@@ -224,11 +224,13 @@ YT_INTERNAL yt_status yt__record_row_norm_backward_input(yt_tensor *result, yt_t
 YT_INTERNAL yt_status yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
                                                           yt_tensor *input, bool center,
                                                           double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 YT_INTERNAL yt_status yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
                                                            yt_tensor *input, yt_tensor *weight,
                                                            double eps);
 YT_INTERNAL yt_status yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
                                                             yt_tensor *input, double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,

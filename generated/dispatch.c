@@ -560,6 +560,10 @@ const yt__row_norm_backward_weight_kernel_fn yt__row_norm_backward_weight_kernel
         [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_weight,
 };
 
+const yt__row_norm_backward_bias_kernel_fn yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_bias,
+};
+
 const yt__batch_norm_backward_input_kernel_fn
     yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_input,
@@ -568,6 +572,11 @@ const yt__batch_norm_backward_input_kernel_fn
 const yt__batch_norm_backward_weight_kernel_fn
     yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT] = {
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_weight,
+};
+
+const yt__batch_norm_backward_bias_kernel_fn yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_bias,
 };
 
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {

@@ -781,6 +781,11 @@ extern const yt__row_norm_backward_weight_kernel_fn
 YT_INTERNAL yt_status yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
                                                        yt_tensor *input, bool center, double eps);
 
+typedef yt_status (*yt__row_norm_backward_bias_kernel_fn)(yt_tensor *result, yt_tensor *grad_out);
+extern const yt__row_norm_backward_bias_kernel_fn
+    yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
+
 typedef yt_status (*yt__batch_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
                                                              yt_tensor *input, yt_tensor *weight,
                                                              double eps);
@@ -797,6 +802,11 @@ extern const yt__batch_norm_backward_weight_kernel_fn
     yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
                                                          yt_tensor *input, double eps);
+
+typedef yt_status (*yt__batch_norm_backward_bias_kernel_fn)(yt_tensor *result, yt_tensor *grad_out);
+extern const yt__batch_norm_backward_bias_kernel_fn
+    yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
@@ -1090,7 +1100,6 @@ YT_INTERNAL yt_tensor *yt__composite_batch_norm(yt_tensor *input, yt_tensor *wei
                                                 yt_tensor *bias, yt_tensor *running_mean,
                                                 yt_tensor *running_var, bool training,
                                                 double momentum, double eps, bool cudnn_enabled);
-YT_INTERNAL yt_tensor *yt__composite_row_norm_backward_bias(yt_tensor *grad_out);
 YT_INTERNAL yt_tensor *
 yt__composite_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
@@ -1098,7 +1107,9 @@ YT_INTERNAL yt_tensor *yt__composite_row_norm_double_backward_grad_out(yt_tensor
                                                                        yt_tensor *input,
                                                                        yt_tensor *weight,
                                                                        bool center, double eps);
-YT_INTERNAL yt_tensor *yt__composite_batch_norm_backward_bias(yt_tensor *grad_out);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm_backward_bias_backward(yt_tensor *grad,
+                                                                       const int64_t *sizes,
+                                                                       int sizes_len);
 YT_INTERNAL yt_tensor *
 yt__composite_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out,
                                                yt_tensor *input, yt_tensor *weight, double eps);

@@ -4488,113 +4488,113 @@ def case_705(input, running_mean, running_var):
 
 
 def case_706(self):
-    """softmax.int (ops.yaml:2556 sample 0)"""
+    """softmax.int (ops.yaml:2570 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_707(self):
-    """softmax.int (ops.yaml:2556 sample 1)"""
+    """softmax.int (ops.yaml:2570 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_708(self):
-    """softmax.int (ops.yaml:2556 sample 2)"""
+    """softmax.int (ops.yaml:2570 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_709(self):
-    """softmax.int (ops.yaml:2556 sample 3)"""
+    """softmax.int (ops.yaml:2570 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_710(self):
-    """softmax.int (ops.yaml:2556 sample 4)"""
+    """softmax.int (ops.yaml:2570 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_711(self):
-    """log_softmax.int (ops.yaml:2574 sample 0)"""
+    """log_softmax.int (ops.yaml:2588 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_712(self):
-    """log_softmax.int (ops.yaml:2574 sample 1)"""
+    """log_softmax.int (ops.yaml:2588 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_713(self):
-    """log_softmax.int (ops.yaml:2574 sample 2)"""
+    """log_softmax.int (ops.yaml:2588 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_714(self):
-    """log_softmax.int (ops.yaml:2574 sample 3)"""
+    """log_softmax.int (ops.yaml:2588 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_715(self):
-    """log_softmax.int (ops.yaml:2574 sample 4)"""
+    """log_softmax.int (ops.yaml:2588 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_716(grad_output, output):
-    """softmax_backward_data (ops.yaml:2592 sample 0)"""
+    """softmax_backward_data (ops.yaml:2606 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_717(grad_output, output):
-    """softmax_backward_data (ops.yaml:2592 sample 1)"""
+    """softmax_backward_data (ops.yaml:2606 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_718(grad_output, output):
-    """softmax_backward_data (ops.yaml:2592 sample 2)"""
+    """softmax_backward_data (ops.yaml:2606 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_719(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2609 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2623 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_720(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2609 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2623 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_721(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2609 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2623 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_722(input):
-    """dropout (ops.yaml:2648 sample 0)"""
+    """dropout (ops.yaml:2662 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -4602,7 +4602,7 @@ def case_722(input):
 
 
 def case_723(input):
-    """dropout (ops.yaml:2648 sample 1)"""
+    """dropout (ops.yaml:2662 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -4610,7 +4610,7 @@ def case_723(input):
 
 
 def case_724(input):
-    """dropout (ops.yaml:2648 sample 2)"""
+    """dropout (ops.yaml:2662 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -4618,7 +4618,7 @@ def case_724(input):
 
 
 def case_725(input):
-    """dropout (ops.yaml:2648 sample 3)"""
+    """dropout (ops.yaml:2662 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -4626,7 +4626,7 @@ def case_725(input):
 
 
 def case_726(input):
-    """dropout (ops.yaml:2648 sample 4)"""
+    """dropout (ops.yaml:2662 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -4634,183 +4634,183 @@ def case_726(input):
 
 
 def case_727(self, target):
-    """mse_loss (ops.yaml:2662 sample 0)"""
+    """mse_loss (ops.yaml:2676 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_728(self, target):
-    """mse_loss (ops.yaml:2662 sample 1)"""
+    """mse_loss (ops.yaml:2676 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_729(self, target):
-    """mse_loss (ops.yaml:2662 sample 2)"""
+    """mse_loss (ops.yaml:2676 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_730(self, target):
-    """mse_loss (ops.yaml:2662 sample 3)"""
+    """mse_loss (ops.yaml:2676 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_731(self, target):
-    """mse_loss (ops.yaml:2662 sample 4)"""
+    """mse_loss (ops.yaml:2676 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_732(self, target):
-    """l1_loss (ops.yaml:2677 sample 0)"""
+    """l1_loss (ops.yaml:2691 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_733(self, target):
-    """l1_loss (ops.yaml:2677 sample 1)"""
+    """l1_loss (ops.yaml:2691 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_734(self, target):
-    """l1_loss (ops.yaml:2677 sample 2)"""
+    """l1_loss (ops.yaml:2691 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_735(self, target):
-    """l1_loss (ops.yaml:2677 sample 3)"""
+    """l1_loss (ops.yaml:2691 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_736(self, target):
-    """l1_loss (ops.yaml:2677 sample 4)"""
+    """l1_loss (ops.yaml:2691 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_737(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 0)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_738(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 1)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_739(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 2)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_740(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 3)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_741(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 4)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_742(self, target):
-    """smooth_l1_loss (ops.yaml:2692 sample 5)"""
+    """smooth_l1_loss (ops.yaml:2706 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_743(self, target):
-    """huber_loss (ops.yaml:2708 sample 0)"""
+    """huber_loss (ops.yaml:2722 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_744(self, target):
-    """huber_loss (ops.yaml:2708 sample 1)"""
+    """huber_loss (ops.yaml:2722 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_745(self, target):
-    """huber_loss (ops.yaml:2708 sample 2)"""
+    """huber_loss (ops.yaml:2722 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_746(self, target):
-    """huber_loss (ops.yaml:2708 sample 3)"""
+    """huber_loss (ops.yaml:2722 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_747(self, target):
-    """huber_loss (ops.yaml:2708 sample 4)"""
+    """huber_loss (ops.yaml:2722 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_748(self, target):
-    """binary_cross_entropy (ops.yaml:2724 sample 0)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_749(self, target):
-    """binary_cross_entropy (ops.yaml:2724 sample 1)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_750(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2724 sample 2)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_751(self, target):
-    """binary_cross_entropy (ops.yaml:2724 sample 3)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_752(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2724 sample 4)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_753(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2724 sample 5)"""
+    """binary_cross_entropy (ops.yaml:2738 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_754(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -4818,34 +4818,34 @@ def case_754(self, target):
 
 
 def case_755(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_756(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_757(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_758(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_759(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2740 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2754 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -4853,7 +4853,7 @@ def case_759(self, target):
 
 
 def case_760(self, target):
-    """nll_loss (ops.yaml:2763 sample 0)"""
+    """nll_loss (ops.yaml:2777 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4861,21 +4861,21 @@ def case_760(self, target):
 
 
 def case_761(self, target, weight):
-    """nll_loss (ops.yaml:2763 sample 1)"""
+    """nll_loss (ops.yaml:2777 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_762(self, target, weight):
-    """nll_loss (ops.yaml:2763 sample 2)"""
+    """nll_loss (ops.yaml:2777 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_763(self, target):
-    """nll_loss (ops.yaml:2763 sample 3)"""
+    """nll_loss (ops.yaml:2777 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -4883,14 +4883,14 @@ def case_763(self, target):
 
 
 def case_764(self, target, weight):
-    """nll_loss (ops.yaml:2763 sample 4)"""
+    """nll_loss (ops.yaml:2777 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_765(self, target):
-    """nll_loss (ops.yaml:2763 sample 5)"""
+    """nll_loss (ops.yaml:2777 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4898,7 +4898,7 @@ def case_765(self, target):
 
 
 def case_766(self, target):
-    """cross_entropy_loss (ops.yaml:2786 sample 0)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4907,7 +4907,7 @@ def case_766(self, target):
 
 
 def case_767(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 1)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -4915,7 +4915,7 @@ def case_767(self, target, weight):
 
 
 def case_768(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 2)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -4923,7 +4923,7 @@ def case_768(self, target, weight):
 
 
 def case_769(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 3)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -4931,7 +4931,7 @@ def case_769(self, target, weight):
 
 
 def case_770(self, target):
-    """cross_entropy_loss (ops.yaml:2786 sample 4)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4940,7 +4940,7 @@ def case_770(self, target):
 
 
 def case_771(self, target):
-    """cross_entropy_loss (ops.yaml:2786 sample 5)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4949,7 +4949,7 @@ def case_771(self, target):
 
 
 def case_772(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 6)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4957,7 +4957,7 @@ def case_772(self, target, weight):
 
 
 def case_773(self, target):
-    """cross_entropy_loss (ops.yaml:2786 sample 7)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4966,7 +4966,7 @@ def case_773(self, target):
 
 
 def case_774(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 8)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -4974,7 +4974,7 @@ def case_774(self, target, weight):
 
 
 def case_775(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 9)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4982,7 +4982,7 @@ def case_775(self, target, weight):
 
 
 def case_776(self, target):
-    """cross_entropy_loss (ops.yaml:2786 sample 10)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4991,7 +4991,7 @@ def case_776(self, target):
 
 
 def case_777(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2786 sample 11)"""
+    """cross_entropy_loss (ops.yaml:2800 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4999,7 +4999,7 @@ def case_777(self, target, weight):
 
 
 def case_778(self, target):
-    """cross_entropy_index (ops.yaml:2811 sample 0)"""
+    """cross_entropy_index (ops.yaml:2825 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5008,7 +5008,7 @@ def case_778(self, target):
 
 
 def case_779(self, target):
-    """cross_entropy_index (ops.yaml:2811 sample 1)"""
+    """cross_entropy_index (ops.yaml:2825 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5017,7 +5017,7 @@ def case_779(self, target):
 
 
 def case_780(self, target):
-    """cross_entropy_index (ops.yaml:2811 sample 2)"""
+    """cross_entropy_index (ops.yaml:2825 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5026,7 +5026,7 @@ def case_780(self, target):
 
 
 def case_781(self, target):
-    """cross_entropy_index (ops.yaml:2811 sample 3)"""
+    """cross_entropy_index (ops.yaml:2825 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5035,7 +5035,7 @@ def case_781(self, target):
 
 
 def case_782(self, target):
-    """cross_entropy_index (ops.yaml:2811 sample 4)"""
+    """cross_entropy_index (ops.yaml:2825 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5044,7 +5044,7 @@ def case_782(self, target):
 
 
 def case_783(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 0)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5053,7 +5053,7 @@ def case_783(query, key, value):
 
 
 def case_784(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 1)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5061,7 +5061,7 @@ def case_784(query, key, value, attn_mask):
 
 
 def case_785(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 2)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5069,7 +5069,7 @@ def case_785(query, key, value, attn_mask):
 
 
 def case_786(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 3)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5078,7 +5078,7 @@ def case_786(query, key, value):
 
 
 def case_787(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 4)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5087,7 +5087,7 @@ def case_787(query, key, value):
 
 
 def case_788(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5096,7 +5096,7 @@ def case_788(query, key, value):
 
 
 def case_789(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:2848 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:2862 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5105,7 +5105,7 @@ def case_789(query, key, value):
 
 
 def case_790():
-    """empty (ops.yaml:2868 sample 0)"""
+    """empty (ops.yaml:2882 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5113,7 +5113,7 @@ def case_790():
 
 
 def case_791():
-    """empty (ops.yaml:2868 sample 1)"""
+    """empty (ops.yaml:2882 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -5121,7 +5121,7 @@ def case_791():
 
 
 def case_792():
-    """empty (ops.yaml:2868 sample 2)"""
+    """empty (ops.yaml:2882 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -5129,7 +5129,7 @@ def case_792():
 
 
 def case_793():
-    """zeros (ops.yaml:2875 sample 0)"""
+    """zeros (ops.yaml:2889 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5137,7 +5137,7 @@ def case_793():
 
 
 def case_794():
-    """ones (ops.yaml:2883 sample 0)"""
+    """ones (ops.yaml:2897 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5145,7 +5145,7 @@ def case_794():
 
 
 def case_795():
-    """full (ops.yaml:2898 sample 0)"""
+    """full (ops.yaml:2912 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5154,7 +5154,7 @@ def case_795():
 
 
 def case_796():
-    """full (ops.yaml:2898 sample 1)"""
+    """full (ops.yaml:2912 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5163,7 +5163,7 @@ def case_796():
 
 
 def case_797():
-    """full (ops.yaml:2898 sample 2)"""
+    """full (ops.yaml:2912 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5172,70 +5172,70 @@ def case_797():
 
 
 def case_798(self):
-    """empty_like (ops.yaml:2909 sample 0)"""
+    """empty_like (ops.yaml:2923 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_799(self):
-    """empty_like (ops.yaml:2909 sample 1)"""
+    """empty_like (ops.yaml:2923 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_800(self):
-    """empty_like (ops.yaml:2909 sample 2)"""
+    """empty_like (ops.yaml:2923 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_801(self):
-    """ones_like (ops.yaml:2929 sample 0)"""
+    """ones_like (ops.yaml:2943 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_802(self):
-    """ones_like (ops.yaml:2929 sample 1)"""
+    """ones_like (ops.yaml:2943 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_803(self):
-    """ones_like (ops.yaml:2929 sample 2)"""
+    """ones_like (ops.yaml:2943 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_804(self):
-    """ones_like (ops.yaml:2929 sample 3)"""
+    """ones_like (ops.yaml:2943 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_805(self):
-    """full_like (ops.yaml:2941 sample 0)"""
+    """full_like (ops.yaml:2955 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_806(self):
-    """full_like (ops.yaml:2941 sample 1)"""
+    """full_like (ops.yaml:2955 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_807(self):
-    """full_like (ops.yaml:2941 sample 2)"""
+    """full_like (ops.yaml:2955 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_808():
-    """arange (ops.yaml:2946 sample 0)"""
+    """arange (ops.yaml:2960 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5245,7 +5245,7 @@ def case_808():
 
 
 def case_809():
-    """linspace (ops.yaml:2961 sample 0)"""
+    """linspace (ops.yaml:2975 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5255,7 +5255,7 @@ def case_809():
 
 
 def case_810():
-    """linspace (ops.yaml:2961 sample 1)"""
+    """linspace (ops.yaml:2975 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5265,7 +5265,7 @@ def case_810():
 
 
 def case_811():
-    """linspace (ops.yaml:2961 sample 2)"""
+    """linspace (ops.yaml:2975 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5275,7 +5275,7 @@ def case_811():
 
 
 def case_812():
-    """eye (ops.yaml:2973 sample 0)"""
+    """eye (ops.yaml:2987 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -5283,7 +5283,7 @@ def case_812():
 
 
 def case_813():
-    """eye (ops.yaml:2973 sample 1)"""
+    """eye (ops.yaml:2987 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -5291,7 +5291,7 @@ def case_813():
 
 
 def case_814():
-    """eye.m (ops.yaml:2984 sample 0)"""
+    """eye.m (ops.yaml:2998 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5300,7 +5300,7 @@ def case_814():
 
 
 def case_815():
-    """eye.m (ops.yaml:2984 sample 1)"""
+    """eye.m (ops.yaml:2998 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5309,7 +5309,7 @@ def case_815():
 
 
 def case_816():
-    """rand (ops.yaml:2988 sample 0)"""
+    """rand (ops.yaml:3002 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5318,7 +5318,7 @@ def case_816():
 
 
 def case_817():
-    """randn (ops.yaml:2999 sample 0)"""
+    """randn (ops.yaml:3013 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5327,35 +5327,35 @@ def case_817():
 
 
 def case_818(self):
-    """rand_like (ops.yaml:3016 sample 0)"""
+    """rand_like (ops.yaml:3030 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_819(self):
-    """rand_like (ops.yaml:3016 sample 1)"""
+    """rand_like (ops.yaml:3030 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_820(self):
-    """randn_like (ops.yaml:3026 sample 0)"""
+    """randn_like (ops.yaml:3040 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_821(self):
-    """randn_like (ops.yaml:3026 sample 1)"""
+    """randn_like (ops.yaml:3040 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_822():
-    """randint (ops.yaml:3037 sample 0)"""
+    """randint (ops.yaml:3051 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5365,7 +5365,7 @@ def case_822():
 
 
 def case_823():
-    """randint (ops.yaml:3037 sample 1)"""
+    """randint (ops.yaml:3051 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5375,7 +5375,7 @@ def case_823():
 
 
 def case_824():
-    """randint.low (ops.yaml:3048 sample 0)"""
+    """randint.low (ops.yaml:3062 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5386,7 +5386,7 @@ def case_824():
 
 
 def case_825():
-    """randperm (ops.yaml:3058 sample 0)"""
+    """randperm (ops.yaml:3072 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5395,7 +5395,7 @@ def case_825():
 
 
 def case_826():
-    """randperm (ops.yaml:3058 sample 1)"""
+    """randperm (ops.yaml:3072 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5404,28 +5404,28 @@ def case_826():
 
 
 def case_827(self):
-    """bernoulli.p (ops.yaml:3075 sample 0)"""
+    """bernoulli.p (ops.yaml:3089 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_828(self):
-    """bernoulli.p (ops.yaml:3075 sample 1)"""
+    """bernoulli.p (ops.yaml:3089 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_829(self):
-    """bernoulli.p (ops.yaml:3075 sample 2)"""
+    """bernoulli.p (ops.yaml:3089 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_830(self):
-    """normal (ops.yaml:3086 sample 0)"""
+    """normal (ops.yaml:3100 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -5433,7 +5433,7 @@ def case_830(self):
 
 
 def case_831(self):
-    """normal (ops.yaml:3086 sample 1)"""
+    """normal (ops.yaml:3100 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5441,7 +5441,7 @@ def case_831(self):
 
 
 def case_832(self):
-    """normal (ops.yaml:3086 sample 2)"""
+    """normal (ops.yaml:3100 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5449,7 +5449,7 @@ def case_832(self):
 
 
 def case_833(self):
-    """uniform (ops.yaml:3098 sample 0)"""
+    """uniform (ops.yaml:3112 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -5457,7 +5457,7 @@ def case_833(self):
 
 
 def case_834(self):
-    """uniform (ops.yaml:3098 sample 1)"""
+    """uniform (ops.yaml:3112 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5465,7 +5465,7 @@ def case_834(self):
 
 
 def case_835(self):
-    """uniform (ops.yaml:3098 sample 2)"""
+    """uniform (ops.yaml:3112 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5473,13 +5473,13 @@ def case_835(self):
 
 
 def case_836(self):
-    """sum_to (ops.yaml:3111 sample 0)"""
+    """sum_to (ops.yaml:3125 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_837(self):
-    """sum_to (ops.yaml:3111 sample 1)"""
+    """sum_to (ops.yaml:3125 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -7603,400 +7603,400 @@ CASES = [
     dict(op="batch_norm_training", where="ops.yaml:2425 sample 1", fn=case_705, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2556 sample 0", fn=case_706, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2570 sample 0", fn=case_706, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2556 sample 1", fn=case_707, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2570 sample 1", fn=case_707, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2556 sample 2", fn=case_708, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2570 sample 2", fn=case_708, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2556 sample 3", fn=case_709, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2570 sample 3", fn=case_709, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2556 sample 4", fn=case_710, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2570 sample 4", fn=case_710, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2574 sample 0", fn=case_711, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2588 sample 0", fn=case_711, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2574 sample 1", fn=case_712, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2588 sample 1", fn=case_712, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2574 sample 2", fn=case_713, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2588 sample 2", fn=case_713, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2574 sample 3", fn=case_714, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2588 sample 3", fn=case_714, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2574 sample 4", fn=case_715, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2588 sample 4", fn=case_715, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 0", fn=case_716, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2606 sample 0", fn=case_716, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 1", fn=case_717, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2606 sample 1", fn=case_717, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2592 sample 2", fn=case_718, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2606 sample 2", fn=case_718, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 0", fn=case_719, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2623 sample 0", fn=case_719, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 1", fn=case_720, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2623 sample 1", fn=case_720, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2609 sample 2", fn=case_721, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2623 sample 2", fn=case_721, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2648 sample 0", fn=case_722, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2648 sample 1", fn=case_723, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2662 sample 0", fn=case_722, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2648 sample 2", fn=case_724, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2662 sample 1", fn=case_723, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2648 sample 3", fn=case_725, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2662 sample 2", fn=case_724, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2648 sample 4", fn=case_726, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2662 sample 3", fn=case_725, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2662 sample 0", fn=case_727, tensors=["self", "target"],
+    dict(op="dropout", where="ops.yaml:2662 sample 4", fn=case_726, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2676 sample 0", fn=case_727, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2662 sample 1", fn=case_728, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2676 sample 1", fn=case_728, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2662 sample 2", fn=case_729, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2676 sample 2", fn=case_729, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2662 sample 3", fn=case_730, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2676 sample 3", fn=case_730, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2662 sample 4", fn=case_731, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2676 sample 4", fn=case_731, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2677 sample 0", fn=case_732, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2691 sample 0", fn=case_732, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2677 sample 1", fn=case_733, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2691 sample 1", fn=case_733, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2677 sample 2", fn=case_734, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2691 sample 2", fn=case_734, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2677 sample 3", fn=case_735, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2691 sample 3", fn=case_735, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2677 sample 4", fn=case_736, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2691 sample 4", fn=case_736, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 0", fn=case_737, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 0", fn=case_737, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 1", fn=case_738, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 1", fn=case_738, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 2", fn=case_739, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 2", fn=case_739, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 3", fn=case_740, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 3", fn=case_740, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 4", fn=case_741, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 4", fn=case_741, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2692 sample 5", fn=case_742, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2706 sample 5", fn=case_742, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2708 sample 0", fn=case_743, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2722 sample 0", fn=case_743, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2708 sample 1", fn=case_744, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2722 sample 1", fn=case_744, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2708 sample 2", fn=case_745, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2722 sample 2", fn=case_745, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2708 sample 3", fn=case_746, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2722 sample 3", fn=case_746, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2708 sample 4", fn=case_747, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2722 sample 4", fn=case_747, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 0", fn=case_748, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 0", fn=case_748, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 1", fn=case_749, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 1", fn=case_749, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 2", fn=case_750, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 2", fn=case_750, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 3", fn=case_751, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 3", fn=case_751, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 4", fn=case_752, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 4", fn=case_752, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2724 sample 5", fn=case_753, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2738 sample 5", fn=case_753, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 0", fn=case_754, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 0", fn=case_754, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 1", fn=case_755, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 1", fn=case_755, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 2", fn=case_756, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 2", fn=case_756, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 3", fn=case_757, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 3", fn=case_757, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 4", fn=case_758, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 4", fn=case_758, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2740 sample 5", fn=case_759, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2754 sample 5", fn=case_759, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 0", fn=case_760, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 0", fn=case_760, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 1", fn=case_761, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 1", fn=case_761, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 2", fn=case_762, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 2", fn=case_762, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 3", fn=case_763, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 3", fn=case_763, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 4", fn=case_764, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 4", fn=case_764, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2763 sample 5", fn=case_765, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2777 sample 5", fn=case_765, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 0", fn=case_766, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 0", fn=case_766, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 1", fn=case_767, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 1", fn=case_767, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 2", fn=case_768, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 2", fn=case_768, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 3", fn=case_769, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 3", fn=case_769, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 4", fn=case_770, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 4", fn=case_770, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 5", fn=case_771, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 5", fn=case_771, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 6", fn=case_772, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 6", fn=case_772, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 7", fn=case_773, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 7", fn=case_773, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 8", fn=case_774, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 8", fn=case_774, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 9", fn=case_775, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 9", fn=case_775, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 10", fn=case_776, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 10", fn=case_776, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2786 sample 11", fn=case_777, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2800 sample 11", fn=case_777, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 0", fn=case_778, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2825 sample 0", fn=case_778, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 1", fn=case_779, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2825 sample 1", fn=case_779, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 2", fn=case_780, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2825 sample 2", fn=case_780, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 3", fn=case_781, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2825 sample 3", fn=case_781, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2811 sample 4", fn=case_782, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2825 sample 4", fn=case_782, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 0", fn=case_783, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 0", fn=case_783, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 1", fn=case_784, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 1", fn=case_784, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 2", fn=case_785, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 2", fn=case_785, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 3", fn=case_786, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 3", fn=case_786, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 4", fn=case_787, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 4", fn=case_787, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 5", fn=case_788, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 5", fn=case_788, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:2848 sample 6", fn=case_789, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2862 sample 6", fn=case_789, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2868 sample 0", fn=case_790, tensors=[],
+    dict(op="empty", where="ops.yaml:2882 sample 0", fn=case_790, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2868 sample 1", fn=case_791, tensors=[],
+    dict(op="empty", where="ops.yaml:2882 sample 1", fn=case_791, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2868 sample 2", fn=case_792, tensors=[],
+    dict(op="empty", where="ops.yaml:2882 sample 2", fn=case_792, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2875 sample 0", fn=case_793, tensors=[],
+    dict(op="zeros", where="ops.yaml:2889 sample 0", fn=case_793, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2883 sample 0", fn=case_794, tensors=[],
+    dict(op="ones", where="ops.yaml:2897 sample 0", fn=case_794, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2898 sample 0", fn=case_795, tensors=[],
+    dict(op="full", where="ops.yaml:2912 sample 0", fn=case_795, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2898 sample 1", fn=case_796, tensors=[],
+    dict(op="full", where="ops.yaml:2912 sample 1", fn=case_796, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2898 sample 2", fn=case_797, tensors=[],
+    dict(op="full", where="ops.yaml:2912 sample 2", fn=case_797, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2909 sample 0", fn=case_798, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2923 sample 0", fn=case_798, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2909 sample 1", fn=case_799, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2923 sample 1", fn=case_799, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2909 sample 2", fn=case_800, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2923 sample 2", fn=case_800, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2929 sample 0", fn=case_801, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2943 sample 0", fn=case_801, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2929 sample 1", fn=case_802, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2943 sample 1", fn=case_802, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2929 sample 2", fn=case_803, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2943 sample 2", fn=case_803, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2929 sample 3", fn=case_804, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2943 sample 3", fn=case_804, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2941 sample 0", fn=case_805, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2955 sample 0", fn=case_805, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2941 sample 1", fn=case_806, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2955 sample 1", fn=case_806, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2941 sample 2", fn=case_807, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2955 sample 2", fn=case_807, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2946 sample 0", fn=case_808, tensors=[],
+    dict(op="arange", where="ops.yaml:2960 sample 0", fn=case_808, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2961 sample 0", fn=case_809, tensors=[],
+    dict(op="linspace", where="ops.yaml:2975 sample 0", fn=case_809, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2961 sample 1", fn=case_810, tensors=[],
+    dict(op="linspace", where="ops.yaml:2975 sample 1", fn=case_810, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2961 sample 2", fn=case_811, tensors=[],
+    dict(op="linspace", where="ops.yaml:2975 sample 2", fn=case_811, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2973 sample 0", fn=case_812, tensors=[],
+    dict(op="eye", where="ops.yaml:2987 sample 0", fn=case_812, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2973 sample 1", fn=case_813, tensors=[],
+    dict(op="eye", where="ops.yaml:2987 sample 1", fn=case_813, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2984 sample 0", fn=case_814, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2998 sample 0", fn=case_814, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2984 sample 1", fn=case_815, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2998 sample 1", fn=case_815, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2988 sample 0", fn=case_816, tensors=[],
+    dict(op="rand", where="ops.yaml:3002 sample 0", fn=case_816, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2999 sample 0", fn=case_817, tensors=[],
+    dict(op="randn", where="ops.yaml:3013 sample 0", fn=case_817, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3016 sample 0", fn=case_818, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3030 sample 0", fn=case_818, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3016 sample 1", fn=case_819, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3030 sample 1", fn=case_819, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3026 sample 0", fn=case_820, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3040 sample 0", fn=case_820, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3026 sample 1", fn=case_821, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3040 sample 1", fn=case_821, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3037 sample 0", fn=case_822, tensors=[],
+    dict(op="randint", where="ops.yaml:3051 sample 0", fn=case_822, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3037 sample 1", fn=case_823, tensors=[],
+    dict(op="randint", where="ops.yaml:3051 sample 1", fn=case_823, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3048 sample 0", fn=case_824, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3062 sample 0", fn=case_824, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3058 sample 0", fn=case_825, tensors=[],
+    dict(op="randperm", where="ops.yaml:3072 sample 0", fn=case_825, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3058 sample 1", fn=case_826, tensors=[],
+    dict(op="randperm", where="ops.yaml:3072 sample 1", fn=case_826, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3075 sample 0", fn=case_827, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3089 sample 0", fn=case_827, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3075 sample 1", fn=case_828, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3089 sample 1", fn=case_828, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3075 sample 2", fn=case_829, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3089 sample 2", fn=case_829, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3086 sample 0", fn=case_830, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3100 sample 0", fn=case_830, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3086 sample 1", fn=case_831, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3100 sample 1", fn=case_831, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3086 sample 2", fn=case_832, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3100 sample 2", fn=case_832, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3098 sample 0", fn=case_833, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3112 sample 0", fn=case_833, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3098 sample 1", fn=case_834, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3112 sample 1", fn=case_834, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3098 sample 2", fn=case_835, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3112 sample 2", fn=case_835, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:3111 sample 0", fn=case_836, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3125 sample 0", fn=case_836, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3111 sample 1", fn=case_837, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3125 sample 1", fn=case_837, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -162,13 +162,6 @@ same_shapes(const char *op, yt_tensor *grad, yt_tensor *grad_out, yt_tensor *inp
 }
 
 yt_tensor *
-yt__composite_row_norm_backward_bias(yt_tensor *grad_out)
-{
-    const int64_t dims[2] = {0, 3};
-    return yt_sum_dim_ex(grad_out, dims, 2, false, YT_DTYPE_NONE);
-}
-
-yt_tensor *
 yt__composite_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps)
 {
@@ -189,10 +182,24 @@ yt__composite_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *inpu
 }
 
 yt_tensor *
-yt__composite_batch_norm_backward_bias(yt_tensor *grad_out)
+yt__composite_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
+                                                int sizes_len)
 {
-    norm_sets s = batch_sets(grad_out, 0.0);
-    return yt_sum_dim_ex(grad_out, s.dims, s.n_dims, false, YT_DTYPE_NONE);
+    if (grad->sizes[0] != sizes[1]) {
+        char a[YT__SIZES_BUF];
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_bias_backward: grad.size(0)=%lld does not match "
+                        "sizes[1] of %s",
+                        (long long)grad->sizes[0], yt__format_sizes(a, sizeof a, sizes, sizes_len));
+    }
+    int64_t shape[YT_MAX_DIM];
+    shape[0] = grad->sizes[0];
+    for (int i = 1; i < sizes_len - 1; i++)
+        shape[i] = 1;
+    yt_tensor *v = yt_view(grad, shape, sizes_len - 1); /* [C, 1, ...] */
+    yt_tensor *out = yt_expand(v, sizes, sizes_len);
+    yt_release(v);
+    return out;
 }
 
 yt_tensor *

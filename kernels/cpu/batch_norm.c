@@ -215,9 +215,10 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
                        yt_tensor *weight, yt_tensor *running_mean, yt_tensor *running_var,
                        yt_tensor *save_mean, yt_tensor *save_invstd, bool training, double eps)
 {
-    const bn_geom g = geom_of(x);
+    const bool only_db = dx == NULL && dw == NULL; /* x is not read */
+    const bn_geom g = geom_of(dy);
     const int64_t count = g.count;
-    yt_dtype cd = yt__norm_compute_dtype(x->dtype);
+    yt_dtype cd = yt__norm_compute_dtype(dy->dtype);
     /* per channel: mean, invstd, weight, sum dy, sum dy*(x-mean) */
     size_t ch_bytes = (size_t)(5 * g.c + 1) * sizeof(double);
     double *ch = yt__cpu_alloc(ch_bytes);
@@ -225,12 +226,12 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
         return yt__fail_status(YT_ERR_NOMEM, "native_batch_norm_backward: out of memory");
     double *mean = ch, *invstd = ch + g.c, *w = ch + 2 * g.c, *sg = ch + 3 * g.c,
            *sgx = ch + 4 * g.c;
-    yt_tensor *xc = yt__norm_contig(x, cd), *gc = yt__norm_contig(dy, cd);
+    yt_tensor *xc = only_db ? NULL : yt__norm_contig(x, cd), *gc = yt__norm_contig(dy, cd);
     yt_tensor *dxb = dx && xc && gc ? out_like(dx, cd) : NULL;
-    yt_status st = xc && gc && (!dx || dxb) ? YT_OK : yt__last_status();
+    yt_status st = (xc || only_db) && gc && (!dx || dxb) ? YT_OK : yt__last_status();
     if (st == YT_OK)
         st = load_channel(w, weight, g.c, 1.0);
-    const bool recompute = training && save_invstd == NULL;
+    const bool recompute = training && save_invstd == NULL && !only_db;
     if (st == YT_OK && training && !recompute) {
         st = load_channel(mean, save_mean, g.c, 0.0);
         if (st == YT_OK)
@@ -244,10 +245,10 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
     }
     if (st == YT_OK) {
         const int64_t N = g.n, C = g.c, S = g.s;
-        const char *xd = yt__data_ptr(xc), *gd = yt__data_ptr(gc);
+        const char *xd = xc ? yt__data_ptr(xc) : NULL, *gd = yt__data_ptr(gc);
         char *dxd = dxb ? yt__data_ptr(dxb) : NULL;
         const bool need_sums = training || dw || db;
-        int nth = threads_for(x->numel, C);
+        int nth = threads_for(dy->numel, C);
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
         for (int64_t c = 0; c < C; c++) {
             if (recompute && count > 0) {
@@ -258,7 +259,12 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
                 mean[c] = invstd[c] = 0; /* no values: the sums are 0 */
             }
             sg[c] = sgx[c] = 0;
-            for (int64_t n = 0; need_sums && n < N; n++) {
+            for (int64_t n = 0; only_db && n < N; n++) {
+                int64_t o = (n * C + c) * S;
+                sg[c] += cd == YT_DTYPE_F64 ? sum_f64((const double *)gd + o, S)
+                                            : sum_f32((const float *)gd + o, S);
+            }
+            for (int64_t n = 0; need_sums && !only_db && n < N; n++) {
                 int64_t o = (n * C + c) * S;
                 if (cd == YT_DTYPE_F64)
                     dotc_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
@@ -364,4 +370,11 @@ yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_te
         return yt__last_status();
     return yt__batchnorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, NULL, NULL,
                                   true, eps);
+}
+
+yt_status
+yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    return yt__batchnorm_backward(NULL, NULL, result, grad_out, NULL, NULL, NULL, NULL, NULL, NULL,
+                                  true, 0.0);
 }

@@ -31,7 +31,8 @@ YT_INTERNAL yt_status yt__rownorm_forward(yt_tensor *y, yt_tensor *mean, yt_tens
 
 /* Backward of the same: any of dx, dw, db may be NULL (not wanted). dw and db are summed over
  * the rows in one pass with dx. `mean`/`rstd` as the forward saved them, or both NULL: then each
- * row's statistics are recomputed from x exactly as the forward computed them. */
+ * row's statistics are recomputed from x exactly as the forward computed them. When only db is
+ * wanted, x is not read and may be NULL. */
 YT_INTERNAL yt_status yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db,
                                            yt_tensor *dy, yt_tensor *x, yt_tensor *mean,
                                            yt_tensor *rstd, yt_tensor *weight,
@@ -59,7 +60,8 @@ YT_INTERNAL yt_status yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean,
 
 /* Backward of batch_norm. Training: save_mean/save_invstd are the batch statistics, or both NULL
  * to recompute them from x as the forward did; eval: the running stats are used (and save_*
- * ignored). Any of dx, dw, db may be NULL. */
+ * ignored). Any of dx, dw, db may be NULL; when only db is wanted, x is not read and may be
+ * NULL (its geometry is dy's). */
 YT_INTERNAL yt_status yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db,
                                              yt_tensor *dy, yt_tensor *x, yt_tensor *weight,
                                              yt_tensor *running_mean, yt_tensor *running_var,

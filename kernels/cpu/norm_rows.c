@@ -108,7 +108,7 @@ yt_status
 yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy, yt_tensor *x,
                      yt_tensor *mean, yt_tensor *rstd, yt_tensor *weight, const yt__rownorm *p)
 {
-    yt_dtype cd = yt__norm_compute_dtype(x->dtype);
+    yt_dtype cd = yt__norm_compute_dtype(dy->dtype);
     yt_tensor *xc = yt__norm_contig(x, cd), *gc = yt__norm_contig(dy, cd);
     yt_tensor *wc = yt__norm_contig(weight, cd);
     /* saved statistics, or none (recomputed) */
@@ -116,7 +116,7 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
     yt_tensor *rc = yt__norm_contig(rstd, cd);
     yt_tensor *dxb = out_buffer(dx, cd);
     yt_status st = YT_OK;
-    if (!xc || !gc || (weight && !wc) || (rstd && p->center && !mc) || (rstd && !rc) ||
+    if ((x && !xc) || !gc || (weight && !wc) || (rstd && p->center && !mc) || (rstd && !rc) ||
         (dx && !dxb))
         st = yt__last_status();
 

@@ -82,12 +82,14 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
     const int64_t D = p->row_len, S = p->inner, K = S > 0 ? D / S : 0;
     double tm[NORM_TILE], trs[NORM_TILE];
     for (int64_t r = r0; r < r1; r++) {
-        const NT *xr = x + r * D, *gr = dy + r * D;
+        const NT *xr = x ? x + r * D : NULL, *gr = dy + r * D;
         const int64_t base = (r % p->groups) * K;
         const NT *wr = w ? w + base : NULL;
         NT *dwr = dwacc ? dwacc + base : NULL, *dbr = dbacc ? dbacc + base : NULL;
-        double m, rs;
-        if (rstd) {
+        double m = 0, rs = 0;
+        if (!dx && !dwr) {
+            /* only the bias sums: no statistics, x not read (it may be NULL) */
+        } else if (rstd) {
             m = p->center ? (double)mean[r] : 0.0;
             rs = (double)rstd[r];
         } else {
@@ -114,8 +116,11 @@ FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, con
             }
         } else {
             for (int64_t k = 0; k < K; k++) {
-                double db, ds; /* sums of dy and dy * x over the run */
-                FN(dot2)(gr + k * S, xr + k * S, NULL, S, &db, &ds);
+                double db, ds = 0; /* sums of dy and dy * x over the run */
+                if (dx || dwr)
+                    FN(dot2)(gr + k * S, xr + k * S, NULL, S, &db, &ds);
+                else
+                    db = FN(sum)(gr + k * S, S);
                 double wk = wr ? (double)wr[k] : 1.0;
                 a += db * wk;
                 bs += ds * wk;

@@ -71,3 +71,10 @@ yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tens
     yt__rownorm p = geometry(input, center, eps);
     return yt__rownorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, &p);
 }
+
+yt_status
+yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    yt__rownorm p = geometry(grad_out, true, 0.0);
+    return yt__rownorm_backward(NULL, NULL, result, grad_out, NULL, NULL, NULL, NULL, &p);
+}
