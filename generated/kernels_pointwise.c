@@ -5,7 +5,9 @@
  * (`omp simd`: no alias versioning, so in-place ops vectorise too), one input broadcast along
  * the row (stride 0) with the others contiguous, and a general strided path. Built with
  * -fno-math-errno -fno-trapping-math (Makefile) so sqrt and rounding vectorise. */
+#include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "pointwise_math.h"
@@ -14,13 +16,16 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* Scalar arguments, converted once per call: .f for floating loops, .i for integral ones. */
+/* Scalar and float arguments, converted once per call: .f for floating loops, .i for integral
+ * ones; .given is false for an absent optional argument (Scalar?, float?, and Tensor?, whose
+ * loop operand is then a stand-in the expression does not read). */
 typedef struct pointwise_scalar {
     double f;
     int64_t i;
+    bool given;
 } pointwise_scalar;
 
-/* ---- add: self + alpha * other   (ops.yaml:8) */
+/* ---- add: self + checked(alpha) * other   (ops.yaml:8) */
 
 static void
 add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -72,7 +77,7 @@ static void
 add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t alpha = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *other_p = (const uint8_t *)data[2];
@@ -493,8 +498,10 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
+    if (yt__pw_check_scalar("add", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
@@ -519,12 +526,13 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, add_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- add: self + alpha * other   (ops.yaml:17) */
+/* ---- add: self + checked(alpha) * other   (ops.yaml:17) */
 
 static void
 add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -554,8 +562,8 @@ static void
 add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
-    const int32_t alpha = (int32_t)scalars[1].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -769,9 +777,11 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
+    if (yt__pw_check_scalar("add", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -796,18 +806,19 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - alpha * other   (ops.yaml:25) */
+/* ---- sub: self - checked(alpha) * other   (ops.yaml:25) */
 
 static void
 sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t alpha = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *other_p = (const uint8_t *)data[2];
@@ -1228,8 +1239,10 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
+    if (yt__pw_check_scalar("sub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
@@ -1252,19 +1265,20 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, sub_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - alpha * other   (ops.yaml:34) */
+/* ---- sub: self - checked(alpha) * other   (ops.yaml:34) */
 
 static void
 sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
-    const int32_t alpha = (int32_t)scalars[1].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -1478,9 +1492,11 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
+    if (yt__pw_check_scalar("sub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -1503,9 +1519,10 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- rsub: other - self   (ops.yaml:42) */
@@ -1514,7 +1531,7 @@ static void
 rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -1721,7 +1738,7 @@ yt_status
 yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -1744,9 +1761,10 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, rsub_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "rsub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "rsub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- mul: self * other   (ops.yaml:50) */
@@ -2236,9 +2254,10 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, mul_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- mul: self * other   (ops.yaml:59) */
@@ -2270,7 +2289,7 @@ static void
 mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -2477,7 +2496,7 @@ yt_status
 yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -2502,9 +2521,10 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- div: self / other   (ops.yaml:67) */
@@ -2707,9 +2727,10 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, div_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- div: self / other   (ops.yaml:77) */
@@ -2810,7 +2831,7 @@ yt_status
 yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -2823,9 +2844,10 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- neg: -self   (ops.yaml:86) */
@@ -3053,9 +3075,10 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, neg_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "neg: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "neg: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:93) */
@@ -3156,8 +3179,15 @@ yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(exponent), yt__scalar_to_i64(exponent)},
+        {yt__scalar_to_double(exponent), yt__scalar_to_i64(exponent), true},
     };
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__scalar_to_i64(exponent) < 0)
+            return yt__fail_status(
+                YT_ERR_VALUE,
+                "pow: integers to negative integer powers are not allowed (exponent=%lld)",
+                (long long)yt__scalar_to_i64(exponent));
+    }
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
@@ -3169,9 +3199,10 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:102) */
@@ -3374,9 +3405,10 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:112) */
@@ -3477,7 +3509,7 @@ yt_status
 yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self), true},
     };
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
@@ -3490,9 +3522,10 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(exponent->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(exponent->dtype));
 }
 
 /* ---- maximum: maximum(self, other)   (ops.yaml:125) */
@@ -3982,9 +4015,10 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, maximum_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "maximum: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "maximum: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- minimum: minimum(self, other)   (ops.yaml:134) */
@@ -4474,18 +4508,19 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, minimum_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "minimum: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "minimum: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, min)   (ops.yaml:143) */
+/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:143) */
 
 static void
 clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t min = (int32_t)scalars[0].i;
+    const int32_t min = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -4691,8 +4726,10 @@ clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 yt_status
 yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 {
+    if (yt__pw_check_scalar("clamp_min", "min", min, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(min), yt__scalar_to_i64(min)},
+        {yt__scalar_to_double(min), yt__scalar_to_i64(min), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -4715,18 +4752,19 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, max)   (ops.yaml:151) */
+/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:151) */
 
 static void
 clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t max = (int32_t)scalars[0].i;
+    const int32_t max = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -4932,8 +4970,10 @@ clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 yt_status
 yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 {
+    if (yt__pw_check_scalar("clamp_max", "max", max, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(max), yt__scalar_to_i64(max)},
+        {yt__scalar_to_double(max), yt__scalar_to_i64(max), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -4956,9 +4996,10 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- clamp_min: maximum(self, min)   (ops.yaml:159) */
@@ -5401,9 +5442,10 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- clamp_max: minimum(self, max)   (ops.yaml:168) */
@@ -5846,9 +5888,10 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:177) */
@@ -6296,9 +6339,10 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, remainder_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:187) */
@@ -6307,7 +6351,7 @@ static void
 remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -6514,7 +6558,7 @@ yt_status
 yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     if (!yt_dtype_is_floating(self->dtype)) {
         if (yt__scalar_to_i64(other) == 0)
@@ -6542,9 +6586,10 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- floor_divide: floor_divide(self, other)   (ops.yaml:195) */
@@ -6992,9 +7037,10 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "floor_divide: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "floor_divide: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:205) */
@@ -7222,7 +7268,7 @@ yt_status
 yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(weight), yt__scalar_to_i64(weight)},
+        {yt__scalar_to_double(weight), yt__scalar_to_i64(weight), true},
     };
     yt_tensor *const inputs[2] = {self, end};
     switch (self->dtype) {
@@ -7235,9 +7281,10 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, lerp_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
@@ -7557,9 +7604,10 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:228) */
@@ -7568,7 +7616,7 @@ static void
 addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t value = (int32_t)scalars[0].i;
+    const int32_t value = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *tensor1_p = (const uint8_t *)data[2];
@@ -8163,7 +8211,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                 yt_scalar value)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
@@ -8186,9 +8234,10 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "addcmul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "addcmul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:242) */
@@ -8462,7 +8511,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                 yt_scalar value)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
@@ -8475,9 +8524,10 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "addcdiv: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "addcdiv: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:257) */
@@ -8674,7 +8724,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                             yt_tensor *output)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self), true},
     };
     yt_tensor *const inputs[2] = {grad_output, output};
     switch (grad_output->dtype) {
@@ -8687,9 +8737,10 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow_scalar_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "pow_scalar_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
 }
 
 /* ---- exp: exp(self)   (ops.yaml:269) */
@@ -8797,9 +8848,10 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, exp_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "exp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "exp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- log: log(self)   (ops.yaml:277) */
@@ -8907,9 +8959,10 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- sqrt: sqrt(self)   (ops.yaml:286) */
@@ -9017,9 +9070,10 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sqrt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sqrt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sqrt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- relu: 0 if self < 0 else self   (ops.yaml:295) */
@@ -9247,9 +9301,10 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, relu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "relu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "relu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:303) */
@@ -9357,9 +9412,10 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sigmoid: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sigmoid: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- tanh: tanh(self)   (ops.yaml:311) */
@@ -9467,9 +9523,10 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, tanh_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "tanh: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "tanh: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:319) */
@@ -9582,8 +9639,8 @@ yt_status
 yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(beta), yt__scalar_to_i64(beta)},
-        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold)},
+        {yt__scalar_to_double(beta), yt__scalar_to_i64(beta), true},
+        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -9596,12 +9653,13 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, softplus_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "softplus: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "softplus: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:327) */
+/* ---- clone: self   (ops.yaml:326) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9850,12 +9908,13 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clone_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clone: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clone: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:342) */
+/* ---- abs: abs(self)   (ops.yaml:341) */
 
 static void
 abs_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10080,12 +10139,13 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, abs_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "abs: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "abs: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:350) */
+/* ---- sign: sign(self)   (ops.yaml:349) */
 
 static void
 sign_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10334,12 +10394,13 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sign_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sign: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sign: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:357) */
+/* ---- square: self * self   (ops.yaml:356) */
 
 static void
 square_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10564,12 +10625,13 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, square_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "square: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "square: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:364) */
+/* ---- reciprocal: 1 / self   (ops.yaml:363) */
 
 static void
 reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10674,12 +10736,13 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "reciprocal: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "reciprocal: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:373) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:372) */
 
 static void
 rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10784,12 +10847,13 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "rsqrt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "rsqrt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:382) */
+/* ---- expm1: expm1(self)   (ops.yaml:381) */
 
 static void
 expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10894,12 +10958,13 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, expm1_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "expm1: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "expm1: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:390) */
+/* ---- log1p: log1p(self)   (ops.yaml:389) */
 
 static void
 log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11004,12 +11069,13 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log1p_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log1p: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log1p: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:399) */
+/* ---- log2: log2(self)   (ops.yaml:398) */
 
 static void
 log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11114,12 +11180,13 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log2_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log2: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log2: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:408) */
+/* ---- sin: sin(self)   (ops.yaml:407) */
 
 static void
 sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11224,12 +11291,13 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sin_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sin: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sin: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:416) */
+/* ---- cos: cos(self)   (ops.yaml:415) */
 
 static void
 cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11334,12 +11402,13 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, cos_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "cos: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "cos: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:424) */
+/* ---- erf: erf(self)   (ops.yaml:423) */
 
 static void
 erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11444,12 +11513,13 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, erf_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "erf: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "erf: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:432) */
+/* ---- floor: floor(self)   (ops.yaml:431) */
 
 static void
 floor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11674,12 +11744,13 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, floor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "floor: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "floor: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:439) */
+/* ---- ceil: ceil(self)   (ops.yaml:438) */
 
 static void
 ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11904,12 +11975,13 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ceil_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ceil: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ceil: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:446) */
+/* ---- round: nearbyint(self)   (ops.yaml:445) */
 
 static void
 round_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12134,12 +12206,13 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, round_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "round: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "round: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:453) */
+/* ---- trunc: trunc(self)   (ops.yaml:452) */
 
 static void
 trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12364,12 +12437,13 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, trunc_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "trunc: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "trunc: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:460) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:459) */
 
 static void
 leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12467,7 +12541,7 @@ yt_status
 yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -12480,12 +12554,13 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "leaky_relu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:468) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:467) */
 
 static void
 leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12691,7 +12766,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                             yt_scalar negative_slope)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope), true},
     };
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
@@ -12704,12 +12779,13 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "leaky_relu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:479) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:478) */
 
 static void
 elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12824,9 +12900,9 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
             yt_scalar input_scale)
 {
     const pointwise_scalar scalars[3] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
-        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
-        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale), true},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -12839,12 +12915,13 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, elu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "elu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "elu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:487) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:486) */
 
 static void
 elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13094,9 +13171,9 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                      yt_scalar input_scale, yt_tensor *self)
 {
     const pointwise_scalar scalars[3] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
-        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
-        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale), true},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale), true},
     };
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
@@ -13109,12 +13186,13 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "elu_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "elu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:498) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:497) */
 
 static void
 silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13219,12 +13297,13 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, silu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "silu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "silu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:505) */
+/* ---- isnan: isnan(self)   (ops.yaml:504) */
 
 static void
 isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13473,12 +13552,13 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, isnan_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "isnan: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "isnan: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:514) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:513) */
 
 static void
 isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13727,12 +13807,13 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, isfinite_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "isfinite: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "isfinite: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:525) */
+/* ---- eq: self == other   (ops.yaml:524) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14219,12 +14300,13 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, eq_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:535) */
+/* ---- eq: self == other   (ops.yaml:534) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14253,7 +14335,7 @@ static void
 eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -14460,7 +14542,7 @@ yt_status
 yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -14485,12 +14567,13 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:544) */
+/* ---- lt: self < other   (ops.yaml:543) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14977,12 +15060,13 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, lt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:554) */
+/* ---- lt: self < other   (ops.yaml:553) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15011,7 +15095,7 @@ static void
 lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -15218,7 +15302,7 @@ yt_status
 yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -15243,12 +15327,13 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:563) */
+/* ---- gt: self > other   (ops.yaml:562) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15735,12 +15820,13 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, gt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:573) */
+/* ---- gt: self > other   (ops.yaml:572) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15769,7 +15855,7 @@ static void
 gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -15976,7 +16062,7 @@ yt_status
 yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -16001,12 +16087,13 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:582) */
+/* ---- where: self if condition else other   (ops.yaml:581) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16685,12 +16772,13 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, where_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "where: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "where: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:595) */
+/* ---- ne: self != other   (ops.yaml:594) */
 
 static void
 ne_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17177,12 +17265,13 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, ne_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:605) */
+/* ---- ne: self != other   (ops.yaml:604) */
 
 static void
 ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17211,7 +17300,7 @@ static void
 ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -17418,7 +17507,7 @@ yt_status
 yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -17443,12 +17532,13 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:614) */
+/* ---- le: self <= other   (ops.yaml:613) */
 
 static void
 le_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17935,12 +18025,13 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, le_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:624) */
+/* ---- le: self <= other   (ops.yaml:623) */
 
 static void
 le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17969,7 +18060,7 @@ static void
 le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -18176,7 +18267,7 @@ yt_status
 yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -18201,12 +18292,13 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:633) */
+/* ---- ge: self >= other   (ops.yaml:632) */
 
 static void
 ge_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18693,12 +18785,13 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, ge_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:643) */
+/* ---- ge: self >= other   (ops.yaml:642) */
 
 static void
 ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18727,7 +18820,7 @@ static void
 ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -18934,7 +19027,7 @@ yt_status
 yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -18959,12 +19052,13 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:652) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:651) */
 
 static void
 logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19451,12 +19545,13 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_and_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_and: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_and: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:662) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:661) */
 
 static void
 logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19943,12 +20038,13 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_or_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_or: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_or: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:672) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:671) */
 
 static void
 logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20435,12 +20531,13 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_xor: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_xor: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:682) */
+/* ---- logical_not: not self   (ops.yaml:681) */
 
 static void
 logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20689,12 +20786,13 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, logical_not_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_not: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_not: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:691) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:690) */
 
 static void
 masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20746,7 +20844,7 @@ static void
 masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t value = (int32_t)scalars[0].i;
+    const int32_t value = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const bool *mask_p = (const bool *)data[2];
@@ -21167,8 +21265,10 @@ masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const void 
 yt_status
 yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
+    if (yt__pw_check_scalar("masked_fill", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[2] = {self, mask};
     switch (self->dtype) {
@@ -21193,12 +21293,13 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:704) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:703) */
 
 static void
 masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -21877,7 +21978,8 @@ yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, 
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }

@@ -5364,8 +5364,10 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "softplus: threshold has an invalid scalar kind %d",
                         (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "softplus: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5375,14 +5377,8 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
         return yt__fail(YT_ERR_DEVICE, "softplus: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return NULL;
-    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, beta, threshold);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -5415,8 +5411,11 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "softplus_: threshold has an invalid scalar kind %d",
                                (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "softplus_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5431,21 +5430,14 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "softplus_") != YT_OK)
         return yt_errcode();
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return yt_errcode();
-    }
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
     if (self_before == NULL) {
-        yt__release_cast(self_k, self);
         return yt_errcode();
     }
     yt_tensor *target =
         self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, beta, threshold);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -5484,11 +5476,14 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
         return yt__fail_status(YT_ERR_VALUE,
                                "softplus_out: threshold has an invalid scalar kind %d",
                                (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "softplus_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "softplus_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5505,15 +5500,9 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "softplus_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return yt_errcode();
-    }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, beta, threshold);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -5525,7 +5514,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:70 */
+ * from ops.yaml:326; backward from derivatives.yaml:70 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -5555,7 +5544,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:70 */
+ * from ops.yaml:326; backward from derivatives.yaml:70 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5596,7 +5585,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:334; backward from derivatives.yaml:73 */
+ * from ops.yaml:333; backward from derivatives.yaml:73 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -5626,7 +5615,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:341; backward from derivatives.yaml:217 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -5661,7 +5650,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:341; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -5709,7 +5698,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:341; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5755,7 +5744,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:349; backward from derivatives.yaml:220 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -5785,7 +5774,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:349; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -5821,7 +5810,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:349; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5862,7 +5851,7 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:356; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
@@ -5897,7 +5886,7 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:356; backward from derivatives.yaml:223 */
 yt_status
 yt_square_(yt_tensor *self)
 {
@@ -5945,7 +5934,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:356; backward from derivatives.yaml:223 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5992,7 +5981,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:363; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -6029,7 +6018,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:363; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -6073,7 +6062,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:363; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6122,7 +6111,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:372; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -6159,7 +6148,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:372; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -6202,7 +6191,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:372; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6250,7 +6239,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:381; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -6287,7 +6276,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:381; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -6330,7 +6319,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:381; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6378,7 +6367,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:389; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -6415,7 +6404,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:389; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -6466,7 +6455,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:389; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6514,7 +6503,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:398; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -6551,7 +6540,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:398; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -6602,7 +6591,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:398; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6650,7 +6639,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:407; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -6687,7 +6676,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:407; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -6738,7 +6727,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:407; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6786,7 +6775,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:415; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -6823,7 +6812,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:415; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -6874,7 +6863,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:415; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6922,7 +6911,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:423; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -6959,7 +6948,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:423; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -7010,7 +6999,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:423; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7058,7 +7047,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:431; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -7093,7 +7082,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:431; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -7134,7 +7123,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:431; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7180,7 +7169,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:438; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -7215,7 +7204,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:438; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -7256,7 +7245,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:438; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7302,7 +7291,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:445; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -7337,7 +7326,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:445; backward from derivatives.yaml:256 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -7378,7 +7367,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:445; backward from derivatives.yaml:256 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7424,7 +7413,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:452; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -7459,7 +7448,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:452; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -7500,7 +7489,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:452; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7546,7 +7535,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -7554,7 +7543,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7590,7 +7579,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -7598,7 +7587,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7650,7 +7639,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7658,7 +7647,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:459; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7708,7 +7697,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -7716,7 +7705,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7757,7 +7746,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -7765,7 +7754,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7822,7 +7811,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7830,7 +7819,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:478; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -7886,7 +7875,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:497; backward from derivatives.yaml:276 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -7919,7 +7908,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:497; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -7966,7 +7955,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:497; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8011,7 +8000,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:505 */
+ * from ops.yaml:504 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -8042,7 +8031,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:514 */
+ * from ops.yaml:513 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -8073,7 +8062,7 @@ yt_isfinite(yt_tensor *self)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:525 */
+ * from ops.yaml:524 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -8116,7 +8105,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:525 */
+ * from ops.yaml:524 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8177,7 +8166,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:535 */
+ * from ops.yaml:534 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8211,7 +8200,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:535 */
+ * from ops.yaml:534 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8263,7 +8252,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:544 */
+ * from ops.yaml:543 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -8306,7 +8295,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:544 */
+ * from ops.yaml:543 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8367,7 +8356,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:554 */
+ * from ops.yaml:553 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8401,7 +8390,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:554 */
+ * from ops.yaml:553 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8453,7 +8442,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:563 */
+ * from ops.yaml:562 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -8496,7 +8485,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:563 */
+ * from ops.yaml:562 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8557,7 +8546,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:572 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8591,7 +8580,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:572 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8643,7 +8632,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:94 */
+ * from ops.yaml:581; backward from derivatives.yaml:94 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8702,7 +8691,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:94 */
+ * from ops.yaml:581; backward from derivatives.yaml:94 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8771,7 +8760,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:594 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -8814,7 +8803,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:594 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8875,7 +8864,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:605 */
+ * from ops.yaml:604 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8909,7 +8898,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:605 */
+ * from ops.yaml:604 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8961,7 +8950,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:614 */
+ * from ops.yaml:613 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -9004,7 +8993,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:614 */
+ * from ops.yaml:613 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9065,7 +9054,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:624 */
+ * from ops.yaml:623 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9099,7 +9088,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:624 */
+ * from ops.yaml:623 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9151,7 +9140,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:633 */
+ * from ops.yaml:632 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -9194,7 +9183,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:633 */
+ * from ops.yaml:632 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9255,7 +9244,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:643 */
+ * from ops.yaml:642 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9289,7 +9278,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:643 */
+ * from ops.yaml:642 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9341,7 +9330,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:652 */
+ * from ops.yaml:651 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -9386,7 +9375,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:652 */
+ * from ops.yaml:651 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9448,7 +9437,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:662 */
+ * from ops.yaml:661 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -9493,7 +9482,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:662 */
+ * from ops.yaml:661 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9555,7 +9544,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:671 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -9600,7 +9589,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:671 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9662,7 +9651,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:682 */
+ * from ops.yaml:681 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -9693,7 +9682,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:682 */
+ * from ops.yaml:681 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9741,7 +9730,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:691; backward from derivatives.yaml:315 */
+ * from ops.yaml:690; backward from derivatives.yaml:315 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9786,7 +9775,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:691; backward from derivatives.yaml:315 */
+ * from ops.yaml:690; backward from derivatives.yaml:315 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9838,7 +9827,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:318 */
+ * from ops.yaml:703; backward from derivatives.yaml:318 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -9891,7 +9880,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:318 */
+ * from ops.yaml:703; backward from derivatives.yaml:318 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

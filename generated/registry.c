@@ -331,7 +331,8 @@ static const op_info registry[] = {
     },
     {
         .schema = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-        .doc = "A copy of `self` with `value` where `mask` (broadcast) is true.",
+        .doc =
+            "A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype (into u8, integers down to -255 wrap).",
     },
     {
         .schema = "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",

@@ -4128,14 +4128,21 @@ out_softplus_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_433(yt_tensor *const *inputs, void *ctx)
+error_softplus_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
+}
+
+static yt_tensor *
+call_clone_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_434(yt_tensor *const *inputs, void *ctx)
+out_clone_435(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4146,14 +4153,14 @@ out_clone_434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_435(yt_tensor *const *inputs, void *ctx)
+call_clone_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_436(yt_tensor *const *inputs, void *ctx)
+out_clone_437(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4164,14 +4171,14 @@ out_clone_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_437(yt_tensor *const *inputs, void *ctx)
+call_clone_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_438(yt_tensor *const *inputs, void *ctx)
+out_clone_439(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4182,14 +4189,14 @@ out_clone_438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_439(yt_tensor *const *inputs, void *ctx)
+call_clone_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_440(yt_tensor *const *inputs, void *ctx)
+out_clone_441(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4200,14 +4207,14 @@ out_clone_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_441(yt_tensor *const *inputs, void *ctx)
+call_abs_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_442(yt_tensor *const *inputs, void *ctx)
+inplace_abs_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4219,7 +4226,7 @@ inplace_abs_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_443(yt_tensor *const *inputs, void *ctx)
+out_abs_444(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4230,14 +4237,14 @@ out_abs_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_444(yt_tensor *const *inputs, void *ctx)
+call_abs_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_445(yt_tensor *const *inputs, void *ctx)
+inplace_abs_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4249,7 +4256,7 @@ inplace_abs_445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_446(yt_tensor *const *inputs, void *ctx)
+out_abs_447(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4260,14 +4267,14 @@ out_abs_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_447(yt_tensor *const *inputs, void *ctx)
+call_abs_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_448(yt_tensor *const *inputs, void *ctx)
+inplace_abs_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4279,7 +4286,7 @@ inplace_abs_448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_449(yt_tensor *const *inputs, void *ctx)
+out_abs_450(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4290,14 +4297,14 @@ out_abs_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_450(yt_tensor *const *inputs, void *ctx)
+call_abs_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_451(yt_tensor *const *inputs, void *ctx)
+inplace_abs_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4309,7 +4316,7 @@ inplace_abs_451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_452(yt_tensor *const *inputs, void *ctx)
+out_abs_453(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4320,21 +4327,21 @@ out_abs_452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_abs_453(yt_tensor *const *inputs, void *ctx)
+error_abs_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-call_sign_454(yt_tensor *const *inputs, void *ctx)
+call_sign_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_455(yt_tensor *const *inputs, void *ctx)
+inplace_sign_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4346,7 +4353,7 @@ inplace_sign_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_456(yt_tensor *const *inputs, void *ctx)
+out_sign_457(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4357,14 +4364,14 @@ out_sign_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_457(yt_tensor *const *inputs, void *ctx)
+call_sign_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_458(yt_tensor *const *inputs, void *ctx)
+inplace_sign_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4376,7 +4383,7 @@ inplace_sign_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_459(yt_tensor *const *inputs, void *ctx)
+out_sign_460(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4387,14 +4394,14 @@ out_sign_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_460(yt_tensor *const *inputs, void *ctx)
+call_sign_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_461(yt_tensor *const *inputs, void *ctx)
+inplace_sign_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4406,7 +4413,7 @@ inplace_sign_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_462(yt_tensor *const *inputs, void *ctx)
+out_sign_463(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4417,14 +4424,14 @@ out_sign_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_463(yt_tensor *const *inputs, void *ctx)
+call_sign_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_464(yt_tensor *const *inputs, void *ctx)
+inplace_sign_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4436,7 +4443,7 @@ inplace_sign_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_465(yt_tensor *const *inputs, void *ctx)
+out_sign_466(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4447,14 +4454,14 @@ out_sign_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_466(yt_tensor *const *inputs, void *ctx)
+call_square_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_467(yt_tensor *const *inputs, void *ctx)
+inplace_square_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4466,7 +4473,7 @@ inplace_square_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_468(yt_tensor *const *inputs, void *ctx)
+out_square_469(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4477,14 +4484,14 @@ out_square_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_469(yt_tensor *const *inputs, void *ctx)
+call_square_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_470(yt_tensor *const *inputs, void *ctx)
+inplace_square_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4496,7 +4503,7 @@ inplace_square_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_471(yt_tensor *const *inputs, void *ctx)
+out_square_472(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4507,14 +4514,14 @@ out_square_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_472(yt_tensor *const *inputs, void *ctx)
+call_square_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_473(yt_tensor *const *inputs, void *ctx)
+inplace_square_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4526,7 +4533,7 @@ inplace_square_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_474(yt_tensor *const *inputs, void *ctx)
+out_square_475(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4537,14 +4544,14 @@ out_square_474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_475(yt_tensor *const *inputs, void *ctx)
+call_square_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_476(yt_tensor *const *inputs, void *ctx)
+inplace_square_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4556,7 +4563,7 @@ inplace_square_476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_477(yt_tensor *const *inputs, void *ctx)
+out_square_478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4567,21 +4574,21 @@ out_square_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_square_478(yt_tensor *const *inputs, void *ctx)
+error_square_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-call_reciprocal_479(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_480(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4593,7 +4600,7 @@ inplace_reciprocal_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_481(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4604,14 +4611,14 @@ out_reciprocal_481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_482(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_483(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4623,7 +4630,7 @@ inplace_reciprocal_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_484(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_485(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4634,14 +4641,14 @@ out_reciprocal_484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_485(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_486(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4653,7 +4660,7 @@ inplace_reciprocal_486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_487(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_488(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4664,14 +4671,14 @@ out_reciprocal_487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_488(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_489(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4683,7 +4690,7 @@ inplace_reciprocal_489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_490(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4694,14 +4701,14 @@ out_reciprocal_490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_491(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_492(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4713,7 +4720,7 @@ inplace_rsqrt_492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_493(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4724,14 +4731,14 @@ out_rsqrt_493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_494(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_495(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4743,7 +4750,7 @@ inplace_rsqrt_495(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_496(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_497(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4754,14 +4761,14 @@ out_rsqrt_496(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_497(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_498(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4773,7 +4780,7 @@ inplace_rsqrt_498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_499(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_500(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4784,14 +4791,14 @@ out_rsqrt_499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_500(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_501(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4803,7 +4810,7 @@ inplace_rsqrt_501(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_502(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_503(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4814,14 +4821,14 @@ out_rsqrt_502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_503(yt_tensor *const *inputs, void *ctx)
+call_expm1_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_504(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4833,7 +4840,7 @@ inplace_expm1_504(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_505(yt_tensor *const *inputs, void *ctx)
+out_expm1_506(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4844,14 +4851,14 @@ out_expm1_505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_506(yt_tensor *const *inputs, void *ctx)
+call_expm1_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_507(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4863,7 +4870,7 @@ inplace_expm1_507(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_508(yt_tensor *const *inputs, void *ctx)
+out_expm1_509(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4874,14 +4881,14 @@ out_expm1_508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_509(yt_tensor *const *inputs, void *ctx)
+call_expm1_510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_510(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4893,7 +4900,7 @@ inplace_expm1_510(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_511(yt_tensor *const *inputs, void *ctx)
+out_expm1_512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4904,14 +4911,14 @@ out_expm1_511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_512(yt_tensor *const *inputs, void *ctx)
+call_expm1_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_513(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4923,7 +4930,7 @@ inplace_expm1_513(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_514(yt_tensor *const *inputs, void *ctx)
+out_expm1_515(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4934,14 +4941,14 @@ out_expm1_514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_515(yt_tensor *const *inputs, void *ctx)
+call_log1p_516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_516(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4953,7 +4960,7 @@ inplace_log1p_516(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_517(yt_tensor *const *inputs, void *ctx)
+out_log1p_518(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -4964,14 +4971,14 @@ out_log1p_517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_518(yt_tensor *const *inputs, void *ctx)
+call_log1p_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_519(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4983,7 +4990,7 @@ inplace_log1p_519(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_520(yt_tensor *const *inputs, void *ctx)
+out_log1p_521(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -4994,14 +5001,14 @@ out_log1p_520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_521(yt_tensor *const *inputs, void *ctx)
+call_log1p_522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_522(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5013,7 +5020,7 @@ inplace_log1p_522(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_523(yt_tensor *const *inputs, void *ctx)
+out_log1p_524(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5024,14 +5031,14 @@ out_log1p_523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_524(yt_tensor *const *inputs, void *ctx)
+call_log1p_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_525(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5043,7 +5050,7 @@ inplace_log1p_525(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_526(yt_tensor *const *inputs, void *ctx)
+out_log1p_527(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5054,14 +5061,14 @@ out_log1p_526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_527(yt_tensor *const *inputs, void *ctx)
+call_log2_528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_528(yt_tensor *const *inputs, void *ctx)
+inplace_log2_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5073,7 +5080,7 @@ inplace_log2_528(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_529(yt_tensor *const *inputs, void *ctx)
+out_log2_530(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5084,14 +5091,14 @@ out_log2_529(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_530(yt_tensor *const *inputs, void *ctx)
+call_log2_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_531(yt_tensor *const *inputs, void *ctx)
+inplace_log2_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5103,7 +5110,7 @@ inplace_log2_531(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_532(yt_tensor *const *inputs, void *ctx)
+out_log2_533(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5114,14 +5121,14 @@ out_log2_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_533(yt_tensor *const *inputs, void *ctx)
+call_log2_534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_534(yt_tensor *const *inputs, void *ctx)
+inplace_log2_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5133,7 +5140,7 @@ inplace_log2_534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_535(yt_tensor *const *inputs, void *ctx)
+out_log2_536(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5144,14 +5151,14 @@ out_log2_535(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_536(yt_tensor *const *inputs, void *ctx)
+call_log2_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_537(yt_tensor *const *inputs, void *ctx)
+inplace_log2_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5163,7 +5170,7 @@ inplace_log2_537(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_538(yt_tensor *const *inputs, void *ctx)
+out_log2_539(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5174,14 +5181,14 @@ out_log2_538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_539(yt_tensor *const *inputs, void *ctx)
+call_sin_540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_540(yt_tensor *const *inputs, void *ctx)
+inplace_sin_541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5193,7 +5200,7 @@ inplace_sin_540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_541(yt_tensor *const *inputs, void *ctx)
+out_sin_542(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5204,14 +5211,14 @@ out_sin_541(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_542(yt_tensor *const *inputs, void *ctx)
+call_sin_543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_543(yt_tensor *const *inputs, void *ctx)
+inplace_sin_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5223,7 +5230,7 @@ inplace_sin_543(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_544(yt_tensor *const *inputs, void *ctx)
+out_sin_545(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5234,14 +5241,14 @@ out_sin_544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_545(yt_tensor *const *inputs, void *ctx)
+call_sin_546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_546(yt_tensor *const *inputs, void *ctx)
+inplace_sin_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5253,7 +5260,7 @@ inplace_sin_546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_547(yt_tensor *const *inputs, void *ctx)
+out_sin_548(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5264,14 +5271,14 @@ out_sin_547(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_548(yt_tensor *const *inputs, void *ctx)
+call_sin_549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_549(yt_tensor *const *inputs, void *ctx)
+inplace_sin_550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5283,7 +5290,7 @@ inplace_sin_549(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_550(yt_tensor *const *inputs, void *ctx)
+out_sin_551(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5294,14 +5301,14 @@ out_sin_550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_551(yt_tensor *const *inputs, void *ctx)
+call_cos_552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_552(yt_tensor *const *inputs, void *ctx)
+inplace_cos_553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5313,7 +5320,7 @@ inplace_cos_552(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_553(yt_tensor *const *inputs, void *ctx)
+out_cos_554(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5324,14 +5331,14 @@ out_cos_553(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_554(yt_tensor *const *inputs, void *ctx)
+call_cos_555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_555(yt_tensor *const *inputs, void *ctx)
+inplace_cos_556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5343,7 +5350,7 @@ inplace_cos_555(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_556(yt_tensor *const *inputs, void *ctx)
+out_cos_557(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5354,14 +5361,14 @@ out_cos_556(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_557(yt_tensor *const *inputs, void *ctx)
+call_cos_558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_558(yt_tensor *const *inputs, void *ctx)
+inplace_cos_559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5373,7 +5380,7 @@ inplace_cos_558(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_559(yt_tensor *const *inputs, void *ctx)
+out_cos_560(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5384,14 +5391,14 @@ out_cos_559(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_560(yt_tensor *const *inputs, void *ctx)
+call_cos_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_561(yt_tensor *const *inputs, void *ctx)
+inplace_cos_562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5403,7 +5410,7 @@ inplace_cos_561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_562(yt_tensor *const *inputs, void *ctx)
+out_cos_563(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5414,14 +5421,14 @@ out_cos_562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_563(yt_tensor *const *inputs, void *ctx)
+call_erf_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_564(yt_tensor *const *inputs, void *ctx)
+inplace_erf_565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5433,7 +5440,7 @@ inplace_erf_564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_565(yt_tensor *const *inputs, void *ctx)
+out_erf_566(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5444,14 +5451,14 @@ out_erf_565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_566(yt_tensor *const *inputs, void *ctx)
+call_erf_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_567(yt_tensor *const *inputs, void *ctx)
+inplace_erf_568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5463,7 +5470,7 @@ inplace_erf_567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_568(yt_tensor *const *inputs, void *ctx)
+out_erf_569(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5474,14 +5481,14 @@ out_erf_568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_569(yt_tensor *const *inputs, void *ctx)
+call_erf_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_570(yt_tensor *const *inputs, void *ctx)
+inplace_erf_571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5493,7 +5500,7 @@ inplace_erf_570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_571(yt_tensor *const *inputs, void *ctx)
+out_erf_572(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5504,14 +5511,14 @@ out_erf_571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_572(yt_tensor *const *inputs, void *ctx)
+call_erf_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_573(yt_tensor *const *inputs, void *ctx)
+inplace_erf_574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5523,7 +5530,7 @@ inplace_erf_573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_574(yt_tensor *const *inputs, void *ctx)
+out_erf_575(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5534,14 +5541,14 @@ out_erf_574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_575(yt_tensor *const *inputs, void *ctx)
+call_floor_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_576(yt_tensor *const *inputs, void *ctx)
+inplace_floor_577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5553,7 +5560,7 @@ inplace_floor_576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_577(yt_tensor *const *inputs, void *ctx)
+out_floor_578(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5564,14 +5571,14 @@ out_floor_577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_578(yt_tensor *const *inputs, void *ctx)
+call_floor_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_579(yt_tensor *const *inputs, void *ctx)
+inplace_floor_580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5583,7 +5590,7 @@ inplace_floor_579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_580(yt_tensor *const *inputs, void *ctx)
+out_floor_581(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5594,14 +5601,14 @@ out_floor_580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_581(yt_tensor *const *inputs, void *ctx)
+call_floor_582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_582(yt_tensor *const *inputs, void *ctx)
+inplace_floor_583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5613,7 +5620,7 @@ inplace_floor_582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_583(yt_tensor *const *inputs, void *ctx)
+out_floor_584(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5624,14 +5631,14 @@ out_floor_583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_584(yt_tensor *const *inputs, void *ctx)
+call_floor_585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_585(yt_tensor *const *inputs, void *ctx)
+inplace_floor_586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5643,7 +5650,7 @@ inplace_floor_585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_586(yt_tensor *const *inputs, void *ctx)
+out_floor_587(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5654,21 +5661,21 @@ out_floor_586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_floor_587(yt_tensor *const *inputs, void *ctx)
+error_floor_588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-call_ceil_588(yt_tensor *const *inputs, void *ctx)
+call_ceil_589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_589(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5680,7 +5687,7 @@ inplace_ceil_589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_590(yt_tensor *const *inputs, void *ctx)
+out_ceil_591(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5691,14 +5698,14 @@ out_ceil_590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_591(yt_tensor *const *inputs, void *ctx)
+call_ceil_592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_592(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5710,7 +5717,7 @@ inplace_ceil_592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_593(yt_tensor *const *inputs, void *ctx)
+out_ceil_594(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5721,14 +5728,14 @@ out_ceil_593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_594(yt_tensor *const *inputs, void *ctx)
+call_ceil_595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_595(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5740,7 +5747,7 @@ inplace_ceil_595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_596(yt_tensor *const *inputs, void *ctx)
+out_ceil_597(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5751,14 +5758,14 @@ out_ceil_596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_597(yt_tensor *const *inputs, void *ctx)
+call_ceil_598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_598(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5770,7 +5777,7 @@ inplace_ceil_598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_599(yt_tensor *const *inputs, void *ctx)
+out_ceil_600(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5781,21 +5788,21 @@ out_ceil_599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ceil_600(yt_tensor *const *inputs, void *ctx)
+error_ceil_601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-call_round_601(yt_tensor *const *inputs, void *ctx)
+call_round_602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_602(yt_tensor *const *inputs, void *ctx)
+inplace_round_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5807,7 +5814,7 @@ inplace_round_602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_603(yt_tensor *const *inputs, void *ctx)
+out_round_604(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5818,14 +5825,14 @@ out_round_603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_604(yt_tensor *const *inputs, void *ctx)
+call_round_605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_605(yt_tensor *const *inputs, void *ctx)
+inplace_round_606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5837,7 +5844,7 @@ inplace_round_605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_606(yt_tensor *const *inputs, void *ctx)
+out_round_607(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5848,14 +5855,14 @@ out_round_606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_607(yt_tensor *const *inputs, void *ctx)
+call_round_608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_608(yt_tensor *const *inputs, void *ctx)
+inplace_round_609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5867,7 +5874,7 @@ inplace_round_608(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_609(yt_tensor *const *inputs, void *ctx)
+out_round_610(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5878,14 +5885,14 @@ out_round_609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_610(yt_tensor *const *inputs, void *ctx)
+call_round_611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_611(yt_tensor *const *inputs, void *ctx)
+inplace_round_612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5897,7 +5904,7 @@ inplace_round_611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_612(yt_tensor *const *inputs, void *ctx)
+out_round_613(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5908,21 +5915,21 @@ out_round_612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_round_613(yt_tensor *const *inputs, void *ctx)
+error_round_614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-call_trunc_614(yt_tensor *const *inputs, void *ctx)
+call_trunc_615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_615(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5934,7 +5941,7 @@ inplace_trunc_615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_616(yt_tensor *const *inputs, void *ctx)
+out_trunc_617(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -5945,14 +5952,14 @@ out_trunc_616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_617(yt_tensor *const *inputs, void *ctx)
+call_trunc_618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_618(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5964,7 +5971,7 @@ inplace_trunc_618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_619(yt_tensor *const *inputs, void *ctx)
+out_trunc_620(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -5975,14 +5982,14 @@ out_trunc_619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_620(yt_tensor *const *inputs, void *ctx)
+call_trunc_621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_621(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5994,7 +6001,7 @@ inplace_trunc_621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_622(yt_tensor *const *inputs, void *ctx)
+out_trunc_623(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6005,14 +6012,14 @@ out_trunc_622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_623(yt_tensor *const *inputs, void *ctx)
+call_trunc_624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_624(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6024,7 +6031,7 @@ inplace_trunc_624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_625(yt_tensor *const *inputs, void *ctx)
+out_trunc_626(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6035,21 +6042,21 @@ out_trunc_625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_trunc_626(yt_tensor *const *inputs, void *ctx)
+error_trunc_627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-call_leaky_relu_627(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6061,7 +6068,7 @@ inplace_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6072,14 +6079,14 @@ out_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6091,7 +6098,7 @@ inplace_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6102,14 +6109,14 @@ out_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6121,7 +6128,7 @@ inplace_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6132,14 +6139,14 @@ out_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6151,7 +6158,7 @@ inplace_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6162,17 +6169,10 @@ out_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
-}
-
-static yt_tensor *
-call_leaky_relu_backward_640(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -6204,7 +6204,7 @@ call_leaky_relu_backward_644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_leaky_relu_backward_645(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
@@ -6218,14 +6218,21 @@ error_leaky_relu_backward_646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_647(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_backward_647(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_elu_648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_648(yt_tensor *const *inputs, void *ctx)
+inplace_elu_649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6237,7 +6244,7 @@ inplace_elu_648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_649(yt_tensor *const *inputs, void *ctx)
+out_elu_650(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6248,14 +6255,14 @@ out_elu_649(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_650(yt_tensor *const *inputs, void *ctx)
+call_elu_651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_651(yt_tensor *const *inputs, void *ctx)
+inplace_elu_652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6267,7 +6274,7 @@ inplace_elu_651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_652(yt_tensor *const *inputs, void *ctx)
+out_elu_653(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6278,14 +6285,14 @@ out_elu_652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_653(yt_tensor *const *inputs, void *ctx)
+call_elu_654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_654(yt_tensor *const *inputs, void *ctx)
+inplace_elu_655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6297,7 +6304,7 @@ inplace_elu_654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_655(yt_tensor *const *inputs, void *ctx)
+out_elu_656(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6308,14 +6315,14 @@ out_elu_655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_656(yt_tensor *const *inputs, void *ctx)
+call_elu_657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_657(yt_tensor *const *inputs, void *ctx)
+inplace_elu_658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6327,7 +6334,7 @@ inplace_elu_657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_658(yt_tensor *const *inputs, void *ctx)
+out_elu_659(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6338,17 +6345,10 @@ out_elu_658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_elu_659(yt_tensor *const *inputs, void *ctx)
+error_elu_660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-call_elu_backward_660(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
@@ -6380,7 +6380,7 @@ call_elu_backward_664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_elu_backward_665(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
@@ -6394,14 +6394,21 @@ error_elu_backward_666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_667(yt_tensor *const *inputs, void *ctx)
+error_elu_backward_667(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_silu_668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_668(yt_tensor *const *inputs, void *ctx)
+inplace_silu_669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6413,7 +6420,7 @@ inplace_silu_668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_669(yt_tensor *const *inputs, void *ctx)
+out_silu_670(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6424,14 +6431,14 @@ out_silu_669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_670(yt_tensor *const *inputs, void *ctx)
+call_silu_671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_671(yt_tensor *const *inputs, void *ctx)
+inplace_silu_672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6443,7 +6450,7 @@ inplace_silu_671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_672(yt_tensor *const *inputs, void *ctx)
+out_silu_673(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6454,14 +6461,14 @@ out_silu_672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_673(yt_tensor *const *inputs, void *ctx)
+call_silu_674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_674(yt_tensor *const *inputs, void *ctx)
+inplace_silu_675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6473,7 +6480,7 @@ inplace_silu_674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_675(yt_tensor *const *inputs, void *ctx)
+out_silu_676(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6484,14 +6491,14 @@ out_silu_675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_676(yt_tensor *const *inputs, void *ctx)
+call_silu_677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_677(yt_tensor *const *inputs, void *ctx)
+inplace_silu_678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6503,7 +6510,7 @@ inplace_silu_677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_678(yt_tensor *const *inputs, void *ctx)
+out_silu_679(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6514,17 +6521,10 @@ out_silu_678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_silu_679(yt_tensor *const *inputs, void *ctx)
+error_silu_680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
-}
-
-static yt_tensor *
-call_isnan_680(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
@@ -6549,10 +6549,10 @@ call_isnan_683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_isfinite_684(yt_tensor *const *inputs, void *ctx)
+call_isnan_684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_isfinite(inputs[0]);
+    return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
@@ -6577,14 +6577,21 @@ call_isfinite_687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_688(yt_tensor *const *inputs, void *ctx)
+call_isfinite_688(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_eq_689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_689(yt_tensor *const *inputs, void *ctx)
+out_eq_690(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6595,14 +6602,14 @@ out_eq_689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_690(yt_tensor *const *inputs, void *ctx)
+call_eq_691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_691(yt_tensor *const *inputs, void *ctx)
+out_eq_692(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6613,14 +6620,14 @@ out_eq_691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_692(yt_tensor *const *inputs, void *ctx)
+call_eq_693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_693(yt_tensor *const *inputs, void *ctx)
+out_eq_694(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6631,14 +6638,14 @@ out_eq_693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_694(yt_tensor *const *inputs, void *ctx)
+call_eq_695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_695(yt_tensor *const *inputs, void *ctx)
+out_eq_696(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6649,14 +6656,14 @@ out_eq_695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_696(yt_tensor *const *inputs, void *ctx)
+call_eq_697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_697(yt_tensor *const *inputs, void *ctx)
+out_eq_698(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6667,21 +6674,21 @@ out_eq_697(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_698(yt_tensor *const *inputs, void *ctx)
+error_eq_699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_699(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6692,14 +6699,14 @@ out_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6710,14 +6717,14 @@ out_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6728,14 +6735,14 @@ out_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_707(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6746,14 +6753,14 @@ out_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_707(yt_tensor *const *inputs, void *ctx)
+call_lt_708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_708(yt_tensor *const *inputs, void *ctx)
+out_lt_709(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6764,14 +6771,14 @@ out_lt_708(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_709(yt_tensor *const *inputs, void *ctx)
+call_lt_710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_710(yt_tensor *const *inputs, void *ctx)
+out_lt_711(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6782,14 +6789,14 @@ out_lt_710(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_711(yt_tensor *const *inputs, void *ctx)
+call_lt_712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_712(yt_tensor *const *inputs, void *ctx)
+out_lt_713(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6800,14 +6807,14 @@ out_lt_712(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_713(yt_tensor *const *inputs, void *ctx)
+call_lt_714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_714(yt_tensor *const *inputs, void *ctx)
+out_lt_715(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6818,14 +6825,14 @@ out_lt_714(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_715(yt_tensor *const *inputs, void *ctx)
+call_lt_716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_716(yt_tensor *const *inputs, void *ctx)
+out_lt_717(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6836,21 +6843,21 @@ out_lt_716(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_717(yt_tensor *const *inputs, void *ctx)
+error_lt_718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_718(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6861,14 +6868,14 @@ out_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6879,14 +6886,14 @@ out_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6897,14 +6904,14 @@ out_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_726(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6915,14 +6922,14 @@ out_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_726(yt_tensor *const *inputs, void *ctx)
+call_gt_727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_727(yt_tensor *const *inputs, void *ctx)
+out_gt_728(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6933,14 +6940,14 @@ out_gt_727(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_728(yt_tensor *const *inputs, void *ctx)
+call_gt_729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_729(yt_tensor *const *inputs, void *ctx)
+out_gt_730(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6951,14 +6958,14 @@ out_gt_729(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_730(yt_tensor *const *inputs, void *ctx)
+call_gt_731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_731(yt_tensor *const *inputs, void *ctx)
+out_gt_732(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6969,14 +6976,14 @@ out_gt_731(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_732(yt_tensor *const *inputs, void *ctx)
+call_gt_733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_733(yt_tensor *const *inputs, void *ctx)
+out_gt_734(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6987,14 +6994,14 @@ out_gt_733(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_734(yt_tensor *const *inputs, void *ctx)
+call_gt_735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_735(yt_tensor *const *inputs, void *ctx)
+out_gt_736(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7005,21 +7012,21 @@ out_gt_735(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_736(yt_tensor *const *inputs, void *ctx)
+error_gt_737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_737(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7030,14 +7037,14 @@ out_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7048,14 +7055,14 @@ out_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7066,14 +7073,14 @@ out_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_745(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7084,14 +7091,14 @@ out_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_745(yt_tensor *const *inputs, void *ctx)
+call_where_746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_746(yt_tensor *const *inputs, void *ctx)
+out_where_747(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7102,14 +7109,14 @@ out_where_746(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_747(yt_tensor *const *inputs, void *ctx)
+call_where_748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_748(yt_tensor *const *inputs, void *ctx)
+out_where_749(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7120,14 +7127,14 @@ out_where_748(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_749(yt_tensor *const *inputs, void *ctx)
+call_where_750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_750(yt_tensor *const *inputs, void *ctx)
+out_where_751(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7135,13 +7142,6 @@ out_where_750(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_where_751(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -7152,14 +7152,21 @@ error_where_752(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_753(yt_tensor *const *inputs, void *ctx)
+error_where_753(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_where(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_ne_754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_754(yt_tensor *const *inputs, void *ctx)
+out_ne_755(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7170,14 +7177,14 @@ out_ne_754(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_755(yt_tensor *const *inputs, void *ctx)
+call_ne_756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_756(yt_tensor *const *inputs, void *ctx)
+out_ne_757(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7188,14 +7195,14 @@ out_ne_756(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_757(yt_tensor *const *inputs, void *ctx)
+call_ne_758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_758(yt_tensor *const *inputs, void *ctx)
+out_ne_759(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7206,14 +7213,14 @@ out_ne_758(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_759(yt_tensor *const *inputs, void *ctx)
+call_ne_760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_760(yt_tensor *const *inputs, void *ctx)
+out_ne_761(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7224,14 +7231,14 @@ out_ne_760(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_761(yt_tensor *const *inputs, void *ctx)
+call_ne_762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_762(yt_tensor *const *inputs, void *ctx)
+out_ne_763(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7242,21 +7249,21 @@ out_ne_762(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ne_763(yt_tensor *const *inputs, void *ctx)
+error_ne_764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ne_scalar_764(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7267,14 +7274,14 @@ out_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7285,14 +7292,14 @@ out_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7303,14 +7310,14 @@ out_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_772(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7321,14 +7328,14 @@ out_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_772(yt_tensor *const *inputs, void *ctx)
+call_le_773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_773(yt_tensor *const *inputs, void *ctx)
+out_le_774(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7339,14 +7346,14 @@ out_le_773(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_774(yt_tensor *const *inputs, void *ctx)
+call_le_775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_775(yt_tensor *const *inputs, void *ctx)
+out_le_776(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7357,14 +7364,14 @@ out_le_775(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_776(yt_tensor *const *inputs, void *ctx)
+call_le_777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_777(yt_tensor *const *inputs, void *ctx)
+out_le_778(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7375,14 +7382,14 @@ out_le_777(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_778(yt_tensor *const *inputs, void *ctx)
+call_le_779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_779(yt_tensor *const *inputs, void *ctx)
+out_le_780(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7393,14 +7400,14 @@ out_le_779(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_780(yt_tensor *const *inputs, void *ctx)
+call_le_781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_781(yt_tensor *const *inputs, void *ctx)
+out_le_782(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7411,21 +7418,21 @@ out_le_781(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_le_782(yt_tensor *const *inputs, void *ctx)
+error_le_783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_le_scalar_783(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_784(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_785(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7436,14 +7443,14 @@ out_le_scalar_784(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_785(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_786(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_787(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7454,14 +7461,14 @@ out_le_scalar_786(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_787(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_788(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_789(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7472,14 +7479,14 @@ out_le_scalar_788(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_789(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_790(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_791(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7490,14 +7497,14 @@ out_le_scalar_790(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_791(yt_tensor *const *inputs, void *ctx)
+call_ge_792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_792(yt_tensor *const *inputs, void *ctx)
+out_ge_793(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7508,14 +7515,14 @@ out_ge_792(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_793(yt_tensor *const *inputs, void *ctx)
+call_ge_794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_794(yt_tensor *const *inputs, void *ctx)
+out_ge_795(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7526,14 +7533,14 @@ out_ge_794(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_795(yt_tensor *const *inputs, void *ctx)
+call_ge_796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_796(yt_tensor *const *inputs, void *ctx)
+out_ge_797(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7544,14 +7551,14 @@ out_ge_796(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_797(yt_tensor *const *inputs, void *ctx)
+call_ge_798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_798(yt_tensor *const *inputs, void *ctx)
+out_ge_799(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7562,14 +7569,14 @@ out_ge_798(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_799(yt_tensor *const *inputs, void *ctx)
+call_ge_800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_800(yt_tensor *const *inputs, void *ctx)
+out_ge_801(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7580,21 +7587,21 @@ out_ge_800(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ge_801(yt_tensor *const *inputs, void *ctx)
+error_ge_802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ge_scalar_802(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7605,14 +7612,14 @@ out_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7623,14 +7630,14 @@ out_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7641,14 +7648,14 @@ out_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_810(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7659,14 +7666,14 @@ out_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_810(yt_tensor *const *inputs, void *ctx)
+call_logical_and_811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_811(yt_tensor *const *inputs, void *ctx)
+out_logical_and_812(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7677,14 +7684,14 @@ out_logical_and_811(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_812(yt_tensor *const *inputs, void *ctx)
+call_logical_and_813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_813(yt_tensor *const *inputs, void *ctx)
+out_logical_and_814(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7695,14 +7702,14 @@ out_logical_and_813(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_814(yt_tensor *const *inputs, void *ctx)
+call_logical_and_815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_815(yt_tensor *const *inputs, void *ctx)
+out_logical_and_816(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7713,14 +7720,14 @@ out_logical_and_815(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_816(yt_tensor *const *inputs, void *ctx)
+call_logical_and_817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_817(yt_tensor *const *inputs, void *ctx)
+out_logical_and_818(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7731,14 +7738,14 @@ out_logical_and_817(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_818(yt_tensor *const *inputs, void *ctx)
+call_logical_and_819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_819(yt_tensor *const *inputs, void *ctx)
+out_logical_and_820(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7749,21 +7756,21 @@ out_logical_and_819(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_and_820(yt_tensor *const *inputs, void *ctx)
+error_logical_and_821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_or_821(yt_tensor *const *inputs, void *ctx)
+call_logical_or_822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_822(yt_tensor *const *inputs, void *ctx)
+out_logical_or_823(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7774,14 +7781,14 @@ out_logical_or_822(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_823(yt_tensor *const *inputs, void *ctx)
+call_logical_or_824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_824(yt_tensor *const *inputs, void *ctx)
+out_logical_or_825(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7792,14 +7799,14 @@ out_logical_or_824(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_825(yt_tensor *const *inputs, void *ctx)
+call_logical_or_826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_826(yt_tensor *const *inputs, void *ctx)
+out_logical_or_827(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7810,14 +7817,14 @@ out_logical_or_826(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_827(yt_tensor *const *inputs, void *ctx)
+call_logical_or_828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_828(yt_tensor *const *inputs, void *ctx)
+out_logical_or_829(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7828,14 +7835,14 @@ out_logical_or_828(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_829(yt_tensor *const *inputs, void *ctx)
+call_logical_or_830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_830(yt_tensor *const *inputs, void *ctx)
+out_logical_or_831(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7846,21 +7853,21 @@ out_logical_or_830(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_or_831(yt_tensor *const *inputs, void *ctx)
+error_logical_or_832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_xor_832(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_833(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_834(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7871,14 +7878,14 @@ out_logical_xor_833(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_834(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_835(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_836(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7889,14 +7896,14 @@ out_logical_xor_835(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_836(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_837(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_838(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7907,14 +7914,14 @@ out_logical_xor_837(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_838(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_839(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_840(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7925,14 +7932,14 @@ out_logical_xor_839(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_840(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_841(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_842(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7943,21 +7950,21 @@ out_logical_xor_841(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_xor_842(yt_tensor *const *inputs, void *ctx)
+error_logical_xor_843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_not_843(yt_tensor *const *inputs, void *ctx)
+call_logical_not_844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_844(yt_tensor *const *inputs, void *ctx)
+out_logical_not_845(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -7968,14 +7975,14 @@ out_logical_not_844(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_845(yt_tensor *const *inputs, void *ctx)
+call_logical_not_846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_846(yt_tensor *const *inputs, void *ctx)
+out_logical_not_847(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -7986,14 +7993,14 @@ out_logical_not_846(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_847(yt_tensor *const *inputs, void *ctx)
+call_logical_not_848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_848(yt_tensor *const *inputs, void *ctx)
+out_logical_not_849(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -8004,14 +8011,14 @@ out_logical_not_848(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_849(yt_tensor *const *inputs, void *ctx)
+call_logical_not_850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_850(yt_tensor *const *inputs, void *ctx)
+out_logical_not_851(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -8022,14 +8029,14 @@ out_logical_not_850(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_851(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_masked_fill_852(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8041,18 +8048,18 @@ inplace_masked_fill_852(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_853(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_fill(inputs[0], inputs[1], yt_float(-2.0));
+    return yt_masked_fill(inputs[0], inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-inplace_masked_fill_854(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(-2.0)) != YT_OK) {
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_int(-2)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -8060,14 +8067,14 @@ inplace_masked_fill_854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_855(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(0.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_856(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8079,14 +8086,14 @@ inplace_masked_fill_856(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_857(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_858(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8098,13 +8105,6 @@ inplace_masked_fill_858(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_fill_859(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
 error_masked_fill_860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -8112,14 +8112,21 @@ error_masked_fill_860(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_861(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_861(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8131,14 +8138,14 @@ inplace_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8150,14 +8157,14 @@ inplace_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8166,13 +8173,6 @@ inplace_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return copy;
-}
-
-static yt_tensor *
-error_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -8190,10 +8190,10 @@ error_masked_fill_tensor_869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_870(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_tensor_870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -8218,7 +8218,14 @@ call_sum_873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_874(yt_tensor *const *inputs, void *ctx)
+call_sum_874(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_sum_dim_875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8226,7 +8233,7 @@ call_sum_dim_874(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_875(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_876(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8238,7 +8245,7 @@ out_sum_dim_875(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_876(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8246,7 +8253,7 @@ call_sum_dim_876(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_877(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_878(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8258,7 +8265,7 @@ out_sum_dim_877(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_878(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -8266,7 +8273,7 @@ call_sum_dim_878(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_879(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_880(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8278,7 +8285,7 @@ out_sum_dim_879(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_880(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -8286,7 +8293,7 @@ call_sum_dim_880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_881(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_882(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8298,18 +8305,11 @@ out_sum_dim_881(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_882(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
     return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_mean_883(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -8327,14 +8327,21 @@ call_mean_885(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_886(yt_tensor *const *inputs, void *ctx)
+call_mean_886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_887(yt_tensor *const *inputs, void *ctx)
+error_mean_887(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mean_dim_888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8342,7 +8349,7 @@ call_mean_dim_887(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_888(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_889(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8354,7 +8361,7 @@ out_mean_dim_888(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_889(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8362,7 +8369,7 @@ call_mean_dim_889(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_890(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_891(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8374,7 +8381,7 @@ out_mean_dim_890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_891(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8382,7 +8389,7 @@ error_mean_dim_891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -8390,7 +8397,7 @@ error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_893(yt_tensor *const *inputs, void *ctx)
+call_amax_894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8398,7 +8405,7 @@ call_amax_893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_894(yt_tensor *const *inputs, void *ctx)
+out_amax_895(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8410,7 +8417,7 @@ out_amax_894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_895(yt_tensor *const *inputs, void *ctx)
+call_amax_896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8418,7 +8425,7 @@ call_amax_895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_896(yt_tensor *const *inputs, void *ctx)
+out_amax_897(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8430,14 +8437,14 @@ out_amax_896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_897(yt_tensor *const *inputs, void *ctx)
+call_amax_898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_898(yt_tensor *const *inputs, void *ctx)
+out_amax_899(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -8448,7 +8455,7 @@ out_amax_898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_899(yt_tensor *const *inputs, void *ctx)
+error_amax_900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -8456,14 +8463,14 @@ error_amax_899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_900(yt_tensor *const *inputs, void *ctx)
+call_mm_901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_901(yt_tensor *const *inputs, void *ctx)
+out_mm_902(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8474,14 +8481,14 @@ out_mm_901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_902(yt_tensor *const *inputs, void *ctx)
+call_mm_903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_903(yt_tensor *const *inputs, void *ctx)
+out_mm_904(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8492,14 +8499,14 @@ out_mm_903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_904(yt_tensor *const *inputs, void *ctx)
+call_mm_905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_905(yt_tensor *const *inputs, void *ctx)
+out_mm_906(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8510,14 +8517,14 @@ out_mm_905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_906(yt_tensor *const *inputs, void *ctx)
+call_mm_907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_907(yt_tensor *const *inputs, void *ctx)
+out_mm_908(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8525,13 +8532,6 @@ out_mm_907(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_mm_908(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -8556,10 +8556,10 @@ error_mm_911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_matmul_912(yt_tensor *const *inputs, void *ctx)
+error_mm_912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -8633,7 +8633,7 @@ call_matmul_922(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_923(yt_tensor *const *inputs, void *ctx)
+call_matmul_923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
@@ -8654,14 +8654,21 @@ error_matmul_925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_926(yt_tensor *const *inputs, void *ctx)
+error_matmul_926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_927(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_927(yt_tensor *const *inputs, void *ctx)
+out_bmm_928(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8672,14 +8679,14 @@ out_bmm_927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_928(yt_tensor *const *inputs, void *ctx)
+call_bmm_929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_929(yt_tensor *const *inputs, void *ctx)
+out_bmm_930(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8690,14 +8697,14 @@ out_bmm_929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_930(yt_tensor *const *inputs, void *ctx)
+call_bmm_931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_931(yt_tensor *const *inputs, void *ctx)
+out_bmm_932(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8708,14 +8715,14 @@ out_bmm_931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_932(yt_tensor *const *inputs, void *ctx)
+call_bmm_933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_933(yt_tensor *const *inputs, void *ctx)
+out_bmm_934(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8723,13 +8730,6 @@ out_bmm_933(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_bmm_934(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -8761,14 +8761,21 @@ error_bmm_938(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_939(yt_tensor *const *inputs, void *ctx)
+error_bmm_939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_940(yt_tensor *const *inputs, void *ctx)
+out_addmm_941(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8780,14 +8787,14 @@ out_addmm_940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_941(yt_tensor *const *inputs, void *ctx)
+call_addmm_942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_942(yt_tensor *const *inputs, void *ctx)
+out_addmm_943(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8799,14 +8806,14 @@ out_addmm_942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_943(yt_tensor *const *inputs, void *ctx)
+call_addmm_944(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_944(yt_tensor *const *inputs, void *ctx)
+out_addmm_945(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8818,14 +8825,14 @@ out_addmm_944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_945(yt_tensor *const *inputs, void *ctx)
+call_addmm_946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_946(yt_tensor *const *inputs, void *ctx)
+out_addmm_947(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8837,14 +8844,14 @@ out_addmm_946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_947(yt_tensor *const *inputs, void *ctx)
+call_addmm_948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_948(yt_tensor *const *inputs, void *ctx)
+out_addmm_949(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8853,13 +8860,6 @@ out_addmm_948(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_addmm_949(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -8901,18 +8901,25 @@ static yt_tensor *
 error_addmm_955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_956(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_956(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_958(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -8924,14 +8931,14 @@ out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_958(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_960(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8943,14 +8950,14 @@ out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_960(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_962(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8962,14 +8969,14 @@ out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_962(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_964(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8981,14 +8988,14 @@ out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_964(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_966(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8997,13 +9004,6 @@ out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_baddbmm_966(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -9059,14 +9059,14 @@ static yt_tensor *
 error_baddbmm_974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-call_dot_975(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dot(inputs[0], inputs[1]);
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
@@ -9084,7 +9084,7 @@ call_dot_977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_dot_978(yt_tensor *const *inputs, void *ctx)
+call_dot_978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
@@ -9112,10 +9112,10 @@ error_dot_981(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_outer_982(yt_tensor *const *inputs, void *ctx)
+error_dot_982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_outer(inputs[0], inputs[1]);
+    return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -9133,7 +9133,7 @@ call_outer_984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_outer_985(yt_tensor *const *inputs, void *ctx)
+call_outer_985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
@@ -9154,10 +9154,10 @@ error_outer_987(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_988(yt_tensor *const *inputs, void *ctx)
+error_outer_988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_t(inputs[0]);
+    return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -9168,42 +9168,49 @@ call_t_989(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_t_990(yt_tensor *const *inputs, void *ctx)
+call_t_990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_991(yt_tensor *const *inputs, void *ctx)
+error_t_991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], 0, 1);
+    return yt_t(inputs[0]);
 }
 
 static yt_tensor *
 call_transpose_992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], -1, 0);
+    return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-error_transpose_993(yt_tensor *const *inputs, void *ctx)
+call_transpose_993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], 7, 1);
+    return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
 error_transpose_994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_transpose(inputs[0], 7, 1);
+}
+
+static yt_tensor *
+error_transpose_995(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_995(yt_tensor *const *inputs, void *ctx)
+call_permute_996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -9211,7 +9218,7 @@ call_permute_995(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_996(yt_tensor *const *inputs, void *ctx)
+error_permute_997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -9219,7 +9226,7 @@ error_permute_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_997(yt_tensor *const *inputs, void *ctx)
+error_permute_998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -9227,7 +9234,7 @@ error_permute_997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_998(yt_tensor *const *inputs, void *ctx)
+call_view_999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -9235,7 +9242,7 @@ call_view_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_999(yt_tensor *const *inputs, void *ctx)
+call_view_1000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -9243,7 +9250,7 @@ call_view_999(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1000(yt_tensor *const *inputs, void *ctx)
+call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -9251,7 +9258,7 @@ call_reshape_1000(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1001(yt_tensor *const *inputs, void *ctx)
+call_reshape_1002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -9259,7 +9266,7 @@ call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1002(yt_tensor *const *inputs, void *ctx)
+call_expand_1003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -9267,7 +9274,7 @@ call_expand_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1003(yt_tensor *const *inputs, void *ctx)
+call_expand_1004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -9275,112 +9282,112 @@ call_expand_1003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1004(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1005(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1008(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1011(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1011(yt_tensor *const *inputs, void *ctx)
+call_slice_1012(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1012(yt_tensor *const *inputs, void *ctx)
+call_slice_1013(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1013(yt_tensor *const *inputs, void *ctx)
+error_slice_1014(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1014(yt_tensor *const *inputs, void *ctx)
+error_slice_1015(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1015(yt_tensor *const *inputs, void *ctx)
+call_select_1016(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1016(yt_tensor *const *inputs, void *ctx)
+call_select_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1017(yt_tensor *const *inputs, void *ctx)
+error_select_1018(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1018(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_1019(yt_tensor *const *inputs, void *ctx)
+call_zeros_1020(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9389,7 +9396,7 @@ call_zeros_1019(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1020(yt_tensor *const *inputs, void *ctx)
+call_ones_1021(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9398,7 +9405,7 @@ call_ones_1020(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1021(yt_tensor *const *inputs, void *ctx)
+call_full_1022(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9407,7 +9414,7 @@ call_full_1021(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1022(yt_tensor *const *inputs, void *ctx)
+call_arange_1023(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9415,7 +9422,7 @@ call_arange_1022(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1023(yt_tensor *const *inputs, void *ctx)
+call_rand_1024(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9424,7 +9431,7 @@ call_rand_1023(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1024(yt_tensor *const *inputs, void *ctx)
+error_rand_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9433,7 +9440,7 @@ error_rand_1024(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1025(yt_tensor *const *inputs, void *ctx)
+call_randn_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9442,7 +9449,7 @@ call_randn_1025(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1026(yt_tensor *const *inputs, void *ctx)
+error_randn_1027(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9451,7 +9458,7 @@ error_randn_1026(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1027(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -9459,7 +9466,7 @@ call_sum_to_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1029(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -9467,7 +9474,7 @@ call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1029(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1030(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -11245,787 +11252,775 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clone",
-        .where = "ops.yaml:327 sample 0",
+        .where = "ops.yaml:326 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_433,
+        .call = call_clone_434,
         .call_inplace = NULL,
-        .call_out = out_clone_434,
+        .call_out = out_clone_435,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:327 sample 1",
+        .where = "ops.yaml:326 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_435,
+        .call = call_clone_436,
         .call_inplace = NULL,
-        .call_out = out_clone_436,
+        .call_out = out_clone_437,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:327 sample 2",
+        .where = "ops.yaml:326 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_437,
+        .call = call_clone_438,
         .call_inplace = NULL,
-        .call_out = out_clone_438,
+        .call_out = out_clone_439,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:327 sample 3",
+        .where = "ops.yaml:326 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clone_439,
+        .call = call_clone_440,
         .call_inplace = NULL,
-        .call_out = out_clone_440,
+        .call_out = out_clone_441,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "abs",
-        .where = "ops.yaml:342 sample 0",
+        .where = "ops.yaml:341 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_441,
-        .call_inplace = inplace_abs_442,
-        .call_out = out_abs_443,
+        .call = call_abs_442,
+        .call_inplace = inplace_abs_443,
+        .call_out = out_abs_444,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:342 sample 1",
+        .where = "ops.yaml:341 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_444,
-        .call_inplace = inplace_abs_445,
-        .call_out = out_abs_446,
+        .call = call_abs_445,
+        .call_inplace = inplace_abs_446,
+        .call_out = out_abs_447,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:342 sample 2",
+        .where = "ops.yaml:341 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_447,
-        .call_inplace = inplace_abs_448,
-        .call_out = out_abs_449,
+        .call = call_abs_448,
+        .call_inplace = inplace_abs_449,
+        .call_out = out_abs_450,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:342 sample 3",
+        .where = "ops.yaml:341 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_abs_450,
-        .call_inplace = inplace_abs_451,
-        .call_out = out_abs_452,
+        .call = call_abs_451,
+        .call_inplace = inplace_abs_452,
+        .call_out = out_abs_453,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "sign",
-        .where = "ops.yaml:350 sample 0",
+        .where = "ops.yaml:349 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_454,
-        .call_inplace = inplace_sign_455,
-        .call_out = out_sign_456,
+        .call = call_sign_455,
+        .call_inplace = inplace_sign_456,
+        .call_out = out_sign_457,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:350 sample 1",
+        .where = "ops.yaml:349 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_457,
-        .call_inplace = inplace_sign_458,
-        .call_out = out_sign_459,
+        .call = call_sign_458,
+        .call_inplace = inplace_sign_459,
+        .call_out = out_sign_460,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:350 sample 2",
+        .where = "ops.yaml:349 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_460,
-        .call_inplace = inplace_sign_461,
-        .call_out = out_sign_462,
+        .call = call_sign_461,
+        .call_inplace = inplace_sign_462,
+        .call_out = out_sign_463,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:350 sample 3",
+        .where = "ops.yaml:349 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sign_463,
-        .call_inplace = inplace_sign_464,
-        .call_out = out_sign_465,
+        .call = call_sign_464,
+        .call_inplace = inplace_sign_465,
+        .call_out = out_sign_466,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:357 sample 0",
+        .where = "ops.yaml:356 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_square_466,
-        .call_inplace = inplace_square_467,
-        .call_out = out_square_468,
+        .call = call_square_467,
+        .call_inplace = inplace_square_468,
+        .call_out = out_square_469,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:357 sample 1",
+        .where = "ops.yaml:356 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_square_469,
-        .call_inplace = inplace_square_470,
-        .call_out = out_square_471,
+        .call = call_square_470,
+        .call_inplace = inplace_square_471,
+        .call_out = out_square_472,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:357 sample 2",
+        .where = "ops.yaml:356 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_square_472,
-        .call_inplace = inplace_square_473,
-        .call_out = out_square_474,
+        .call = call_square_473,
+        .call_inplace = inplace_square_474,
+        .call_out = out_square_475,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:357 sample 3",
+        .where = "ops.yaml:356 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_square_475,
-        .call_inplace = inplace_square_476,
-        .call_out = out_square_477,
+        .call = call_square_476,
+        .call_inplace = inplace_square_477,
+        .call_out = out_square_478,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:364 sample 0",
+        .where = "ops.yaml:363 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_479,
-        .call_inplace = inplace_reciprocal_480,
-        .call_out = out_reciprocal_481,
+        .call = call_reciprocal_480,
+        .call_inplace = inplace_reciprocal_481,
+        .call_out = out_reciprocal_482,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:364 sample 1",
+        .where = "ops.yaml:363 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_482,
-        .call_inplace = inplace_reciprocal_483,
-        .call_out = out_reciprocal_484,
+        .call = call_reciprocal_483,
+        .call_inplace = inplace_reciprocal_484,
+        .call_out = out_reciprocal_485,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:364 sample 2",
+        .where = "ops.yaml:363 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_485,
-        .call_inplace = inplace_reciprocal_486,
-        .call_out = out_reciprocal_487,
+        .call = call_reciprocal_486,
+        .call_inplace = inplace_reciprocal_487,
+        .call_out = out_reciprocal_488,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:364 sample 3",
+        .where = "ops.yaml:363 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reciprocal_488,
-        .call_inplace = inplace_reciprocal_489,
-        .call_out = out_reciprocal_490,
+        .call = call_reciprocal_489,
+        .call_inplace = inplace_reciprocal_490,
+        .call_out = out_reciprocal_491,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:373 sample 0",
+        .where = "ops.yaml:372 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_491,
-        .call_inplace = inplace_rsqrt_492,
-        .call_out = out_rsqrt_493,
+        .call = call_rsqrt_492,
+        .call_inplace = inplace_rsqrt_493,
+        .call_out = out_rsqrt_494,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:373 sample 1",
+        .where = "ops.yaml:372 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_494,
-        .call_inplace = inplace_rsqrt_495,
-        .call_out = out_rsqrt_496,
+        .call = call_rsqrt_495,
+        .call_inplace = inplace_rsqrt_496,
+        .call_out = out_rsqrt_497,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:373 sample 2",
+        .where = "ops.yaml:372 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_497,
-        .call_inplace = inplace_rsqrt_498,
-        .call_out = out_rsqrt_499,
+        .call = call_rsqrt_498,
+        .call_inplace = inplace_rsqrt_499,
+        .call_out = out_rsqrt_500,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:373 sample 3",
+        .where = "ops.yaml:372 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_rsqrt_500,
-        .call_inplace = inplace_rsqrt_501,
-        .call_out = out_rsqrt_502,
+        .call = call_rsqrt_501,
+        .call_inplace = inplace_rsqrt_502,
+        .call_out = out_rsqrt_503,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:381 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_503,
-        .call_inplace = inplace_expm1_504,
-        .call_out = out_expm1_505,
+        .call = call_expm1_504,
+        .call_inplace = inplace_expm1_505,
+        .call_out = out_expm1_506,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:381 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_506,
-        .call_inplace = inplace_expm1_507,
-        .call_out = out_expm1_508,
+        .call = call_expm1_507,
+        .call_inplace = inplace_expm1_508,
+        .call_out = out_expm1_509,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:382 sample 2",
+        .where = "ops.yaml:381 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_509,
-        .call_inplace = inplace_expm1_510,
-        .call_out = out_expm1_511,
+        .call = call_expm1_510,
+        .call_inplace = inplace_expm1_511,
+        .call_out = out_expm1_512,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:382 sample 3",
+        .where = "ops.yaml:381 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_expm1_512,
-        .call_inplace = inplace_expm1_513,
-        .call_out = out_expm1_514,
+        .call = call_expm1_513,
+        .call_inplace = inplace_expm1_514,
+        .call_out = out_expm1_515,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:390 sample 0",
+        .where = "ops.yaml:389 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_515,
-        .call_inplace = inplace_log1p_516,
-        .call_out = out_log1p_517,
+        .call = call_log1p_516,
+        .call_inplace = inplace_log1p_517,
+        .call_out = out_log1p_518,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:390 sample 1",
+        .where = "ops.yaml:389 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_518,
-        .call_inplace = inplace_log1p_519,
-        .call_out = out_log1p_520,
+        .call = call_log1p_519,
+        .call_inplace = inplace_log1p_520,
+        .call_out = out_log1p_521,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:390 sample 2",
+        .where = "ops.yaml:389 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_521,
-        .call_inplace = inplace_log1p_522,
-        .call_out = out_log1p_523,
+        .call = call_log1p_522,
+        .call_inplace = inplace_log1p_523,
+        .call_out = out_log1p_524,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:390 sample 3",
+        .where = "ops.yaml:389 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log1p_524,
-        .call_inplace = inplace_log1p_525,
-        .call_out = out_log1p_526,
+        .call = call_log1p_525,
+        .call_inplace = inplace_log1p_526,
+        .call_out = out_log1p_527,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:399 sample 0",
+        .where = "ops.yaml:398 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_527,
-        .call_inplace = inplace_log2_528,
-        .call_out = out_log2_529,
+        .call = call_log2_528,
+        .call_inplace = inplace_log2_529,
+        .call_out = out_log2_530,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:399 sample 1",
+        .where = "ops.yaml:398 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_530,
-        .call_inplace = inplace_log2_531,
-        .call_out = out_log2_532,
+        .call = call_log2_531,
+        .call_inplace = inplace_log2_532,
+        .call_out = out_log2_533,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:399 sample 2",
+        .where = "ops.yaml:398 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_533,
-        .call_inplace = inplace_log2_534,
-        .call_out = out_log2_535,
+        .call = call_log2_534,
+        .call_inplace = inplace_log2_535,
+        .call_out = out_log2_536,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:399 sample 3",
+        .where = "ops.yaml:398 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log2_536,
-        .call_inplace = inplace_log2_537,
-        .call_out = out_log2_538,
+        .call = call_log2_537,
+        .call_inplace = inplace_log2_538,
+        .call_out = out_log2_539,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "sin",
-        .where = "ops.yaml:408 sample 0",
+        .where = "ops.yaml:407 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_539,
-        .call_inplace = inplace_sin_540,
-        .call_out = out_sin_541,
+        .call = call_sin_540,
+        .call_inplace = inplace_sin_541,
+        .call_out = out_sin_542,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sin",
-        .where = "ops.yaml:408 sample 1",
+        .where = "ops.yaml:407 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_542,
-        .call_inplace = inplace_sin_543,
-        .call_out = out_sin_544,
+        .call = call_sin_543,
+        .call_inplace = inplace_sin_544,
+        .call_out = out_sin_545,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sin",
-        .where = "ops.yaml:408 sample 2",
+        .where = "ops.yaml:407 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_545,
-        .call_inplace = inplace_sin_546,
-        .call_out = out_sin_547,
+        .call = call_sin_546,
+        .call_inplace = inplace_sin_547,
+        .call_out = out_sin_548,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sin",
-        .where = "ops.yaml:408 sample 3",
+        .where = "ops.yaml:407 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sin_548,
-        .call_inplace = inplace_sin_549,
-        .call_out = out_sin_550,
+        .call = call_sin_549,
+        .call_inplace = inplace_sin_550,
+        .call_out = out_sin_551,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cos",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:415 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_551,
-        .call_inplace = inplace_cos_552,
-        .call_out = out_cos_553,
+        .call = call_cos_552,
+        .call_inplace = inplace_cos_553,
+        .call_out = out_cos_554,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cos",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:415 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_554,
-        .call_inplace = inplace_cos_555,
-        .call_out = out_cos_556,
+        .call = call_cos_555,
+        .call_inplace = inplace_cos_556,
+        .call_out = out_cos_557,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cos",
-        .where = "ops.yaml:416 sample 2",
+        .where = "ops.yaml:415 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_557,
-        .call_inplace = inplace_cos_558,
-        .call_out = out_cos_559,
+        .call = call_cos_558,
+        .call_inplace = inplace_cos_559,
+        .call_out = out_cos_560,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cos",
-        .where = "ops.yaml:416 sample 3",
+        .where = "ops.yaml:415 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cos_560,
-        .call_inplace = inplace_cos_561,
-        .call_out = out_cos_562,
+        .call = call_cos_561,
+        .call_inplace = inplace_cos_562,
+        .call_out = out_cos_563,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "erf",
-        .where = "ops.yaml:424 sample 0",
+        .where = "ops.yaml:423 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_563,
-        .call_inplace = inplace_erf_564,
-        .call_out = out_erf_565,
+        .call = call_erf_564,
+        .call_inplace = inplace_erf_565,
+        .call_out = out_erf_566,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "erf",
-        .where = "ops.yaml:424 sample 1",
+        .where = "ops.yaml:423 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_566,
-        .call_inplace = inplace_erf_567,
-        .call_out = out_erf_568,
+        .call = call_erf_567,
+        .call_inplace = inplace_erf_568,
+        .call_out = out_erf_569,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "erf",
-        .where = "ops.yaml:424 sample 2",
+        .where = "ops.yaml:423 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_569,
-        .call_inplace = inplace_erf_570,
-        .call_out = out_erf_571,
+        .call = call_erf_570,
+        .call_inplace = inplace_erf_571,
+        .call_out = out_erf_572,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "erf",
-        .where = "ops.yaml:424 sample 3",
+        .where = "ops.yaml:423 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_erf_572,
-        .call_inplace = inplace_erf_573,
-        .call_out = out_erf_574,
+        .call = call_erf_573,
+        .call_inplace = inplace_erf_574,
+        .call_out = out_erf_575,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "floor",
-        .where = "ops.yaml:432 sample 0",
+        .where = "ops.yaml:431 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_575,
-        .call_inplace = inplace_floor_576,
-        .call_out = out_floor_577,
+        .call = call_floor_576,
+        .call_inplace = inplace_floor_577,
+        .call_out = out_floor_578,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "floor",
-        .where = "ops.yaml:432 sample 1",
+        .where = "ops.yaml:431 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_578,
-        .call_inplace = inplace_floor_579,
-        .call_out = out_floor_580,
+        .call = call_floor_579,
+        .call_inplace = inplace_floor_580,
+        .call_out = out_floor_581,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "floor",
-        .where = "ops.yaml:432 sample 2",
+        .where = "ops.yaml:431 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_581,
-        .call_inplace = inplace_floor_582,
-        .call_out = out_floor_583,
+        .call = call_floor_582,
+        .call_inplace = inplace_floor_583,
+        .call_out = out_floor_584,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "floor",
-        .where = "ops.yaml:432 sample 3",
+        .where = "ops.yaml:431 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_floor_584,
-        .call_inplace = inplace_floor_585,
-        .call_out = out_floor_586,
+        .call = call_floor_585,
+        .call_inplace = inplace_floor_586,
+        .call_out = out_floor_587,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:439 sample 0",
+        .where = "ops.yaml:438 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_588,
-        .call_inplace = inplace_ceil_589,
-        .call_out = out_ceil_590,
+        .call = call_ceil_589,
+        .call_inplace = inplace_ceil_590,
+        .call_out = out_ceil_591,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:439 sample 1",
+        .where = "ops.yaml:438 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_591,
-        .call_inplace = inplace_ceil_592,
-        .call_out = out_ceil_593,
+        .call = call_ceil_592,
+        .call_inplace = inplace_ceil_593,
+        .call_out = out_ceil_594,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:439 sample 2",
+        .where = "ops.yaml:438 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_594,
-        .call_inplace = inplace_ceil_595,
-        .call_out = out_ceil_596,
+        .call = call_ceil_595,
+        .call_inplace = inplace_ceil_596,
+        .call_out = out_ceil_597,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:439 sample 3",
+        .where = "ops.yaml:438 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ceil_597,
-        .call_inplace = inplace_ceil_598,
-        .call_out = out_ceil_599,
+        .call = call_ceil_598,
+        .call_inplace = inplace_ceil_599,
+        .call_out = out_ceil_600,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "round",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:445 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_round_601,
-        .call_inplace = inplace_round_602,
-        .call_out = out_round_603,
+        .call = call_round_602,
+        .call_inplace = inplace_round_603,
+        .call_out = out_round_604,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "round",
-        .where = "ops.yaml:446 sample 1",
+        .where = "ops.yaml:445 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_round_604,
-        .call_inplace = inplace_round_605,
-        .call_out = out_round_606,
+        .call = call_round_605,
+        .call_inplace = inplace_round_606,
+        .call_out = out_round_607,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "round",
-        .where = "ops.yaml:446 sample 2",
+        .where = "ops.yaml:445 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_round_607,
-        .call_inplace = inplace_round_608,
-        .call_out = out_round_609,
+        .call = call_round_608,
+        .call_inplace = inplace_round_609,
+        .call_out = out_round_610,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "round",
-        .where = "ops.yaml:446 sample 3",
+        .where = "ops.yaml:445 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_round_610,
-        .call_inplace = inplace_round_611,
-        .call_out = out_round_612,
+        .call = call_round_611,
+        .call_inplace = inplace_round_612,
+        .call_out = out_round_613,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:453 sample 0",
+        .where = "ops.yaml:452 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_614,
-        .call_inplace = inplace_trunc_615,
-        .call_out = out_trunc_616,
+        .call = call_trunc_615,
+        .call_inplace = inplace_trunc_616,
+        .call_out = out_trunc_617,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:453 sample 1",
+        .where = "ops.yaml:452 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_617,
-        .call_inplace = inplace_trunc_618,
-        .call_out = out_trunc_619,
+        .call = call_trunc_618,
+        .call_inplace = inplace_trunc_619,
+        .call_out = out_trunc_620,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:453 sample 2",
+        .where = "ops.yaml:452 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_620,
-        .call_inplace = inplace_trunc_621,
-        .call_out = out_trunc_622,
+        .call = call_trunc_621,
+        .call_inplace = inplace_trunc_622,
+        .call_out = out_trunc_623,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:453 sample 3",
+        .where = "ops.yaml:452 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_trunc_623,
-        .call_inplace = inplace_trunc_624,
-        .call_out = out_trunc_625,
+        .call = call_trunc_624,
+        .call_inplace = inplace_trunc_625,
+        .call_out = out_trunc_626,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:460 sample 0",
+        .where = "ops.yaml:459 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_627,
-        .call_inplace = inplace_leaky_relu_628,
-        .call_out = out_leaky_relu_629,
+        .call = call_leaky_relu_628,
+        .call_inplace = inplace_leaky_relu_629,
+        .call_out = out_leaky_relu_630,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:460 sample 1",
+        .where = "ops.yaml:459 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_630,
-        .call_inplace = inplace_leaky_relu_631,
-        .call_out = out_leaky_relu_632,
+        .call = call_leaky_relu_631,
+        .call_inplace = inplace_leaky_relu_632,
+        .call_out = out_leaky_relu_633,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:460 sample 2",
+        .where = "ops.yaml:459 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_633,
-        .call_inplace = inplace_leaky_relu_634,
-        .call_out = out_leaky_relu_635,
+        .call = call_leaky_relu_634,
+        .call_inplace = inplace_leaky_relu_635,
+        .call_out = out_leaky_relu_636,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:460 sample 3",
+        .where = "ops.yaml:459 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_leaky_relu_636,
-        .call_inplace = inplace_leaky_relu_637,
-        .call_out = out_leaky_relu_638,
+        .call = call_leaky_relu_637,
+        .call_inplace = inplace_leaky_relu_638,
+        .call_out = out_leaky_relu_639,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:468 sample 0",
+        .where = "ops.yaml:467 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_640,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:468 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_backward_641,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12034,9 +12029,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:468 sample 2",
+        .where = "ops.yaml:467 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_backward_642,
         .call_inplace = NULL,
@@ -12046,10 +12041,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:468 sample 3",
+        .where = "ops.yaml:467 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_backward_643,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12058,14 +12053,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:468 sample 4",
+        .where = "ops.yaml:467 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_backward_644,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12073,68 +12064,72 @@ const yt_op_case yt_op_cases[] = {
         .domain = "nonzero",
     },
     {
-        .op = "elu",
-        .where = "ops.yaml:479 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_647,
-        .call_inplace = inplace_elu_648,
-        .call_out = out_elu_649,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:479 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_650,
-        .call_inplace = inplace_elu_651,
-        .call_out = out_elu_652,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:479 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_653,
-        .call_inplace = inplace_elu_654,
-        .call_out = out_elu_655,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:479 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_elu_656,
-        .call_inplace = inplace_elu_657,
-        .call_out = out_elu_658,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:487 sample 0",
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:467 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_660,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
+        .op = "elu",
+        .where = "ops.yaml:478 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_648,
+        .call_inplace = inplace_elu_649,
+        .call_out = out_elu_650,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:478 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_651,
+        .call_inplace = inplace_elu_652,
+        .call_out = out_elu_653,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:478 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_654,
+        .call_inplace = inplace_elu_655,
+        .call_out = out_elu_656,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:478 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_elu_657,
+        .call_inplace = inplace_elu_658,
+        .call_out = out_elu_659,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
         .op = "elu_backward",
-        .where = "ops.yaml:487 sample 1",
+        .where = "ops.yaml:486 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_elu_backward_661,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12143,9 +12138,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:487 sample 2",
+        .where = "ops.yaml:486 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_elu_backward_662,
         .call_inplace = NULL,
@@ -12155,10 +12150,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:487 sample 3",
+        .where = "ops.yaml:486 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_elu_backward_663,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12167,14 +12162,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:487 sample 4",
+        .where = "ops.yaml:486 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_elu_backward_664,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12182,66 +12173,71 @@ const yt_op_case yt_op_cases[] = {
         .domain = "nonzero",
     },
     {
+        .op = "elu_backward",
+        .where = "ops.yaml:486 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_665,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
         .op = "silu",
-        .where = "ops.yaml:498 sample 0",
+        .where = "ops.yaml:497 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_667,
-        .call_inplace = inplace_silu_668,
-        .call_out = out_silu_669,
+        .call = call_silu_668,
+        .call_inplace = inplace_silu_669,
+        .call_out = out_silu_670,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "silu",
-        .where = "ops.yaml:498 sample 1",
+        .where = "ops.yaml:497 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_670,
-        .call_inplace = inplace_silu_671,
-        .call_out = out_silu_672,
+        .call = call_silu_671,
+        .call_inplace = inplace_silu_672,
+        .call_out = out_silu_673,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "silu",
-        .where = "ops.yaml:498 sample 2",
+        .where = "ops.yaml:497 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_673,
-        .call_inplace = inplace_silu_674,
-        .call_out = out_silu_675,
+        .call = call_silu_674,
+        .call_inplace = inplace_silu_675,
+        .call_out = out_silu_676,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "silu",
-        .where = "ops.yaml:498 sample 3",
+        .where = "ops.yaml:497 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_silu_676,
-        .call_inplace = inplace_silu_677,
-        .call_out = out_silu_678,
+        .call = call_silu_677,
+        .call_inplace = inplace_silu_678,
+        .call_out = out_silu_679,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:505 sample 0",
+        .where = "ops.yaml:504 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_680,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isnan",
-        .where = "ops.yaml:505 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_681,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12250,9 +12246,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:505 sample 2",
+        .where = "ops.yaml:504 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_682,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12261,10 +12257,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:505 sample 3",
+        .where = "ops.yaml:504 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_683,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12272,11 +12267,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "isfinite",
-        .where = "ops.yaml:514 sample 0",
+        .op = "isnan",
+        .where = "ops.yaml:504 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_684,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isnan_684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -12284,9 +12280,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:514 sample 1",
+        .where = "ops.yaml:513 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_685,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12295,9 +12291,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:514 sample 2",
+        .where = "ops.yaml:513 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_686,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12306,10 +12302,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:514 sample 3",
+        .where = "ops.yaml:513 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_687,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -12317,1014 +12312,1014 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "isfinite",
+        .where = "ops.yaml:513 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isfinite_688,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "eq.Tensor",
-        .where = "ops.yaml:525 sample 0",
+        .where = "ops.yaml:524 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_688,
+        .call = call_eq_689,
         .call_inplace = NULL,
-        .call_out = out_eq_689,
+        .call_out = out_eq_690,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:525 sample 1",
+        .where = "ops.yaml:524 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_690,
+        .call = call_eq_691,
         .call_inplace = NULL,
-        .call_out = out_eq_691,
+        .call_out = out_eq_692,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:525 sample 2",
+        .where = "ops.yaml:524 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_692,
+        .call = call_eq_693,
         .call_inplace = NULL,
-        .call_out = out_eq_693,
+        .call_out = out_eq_694,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:525 sample 3",
+        .where = "ops.yaml:524 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_694,
+        .call = call_eq_695,
         .call_inplace = NULL,
-        .call_out = out_eq_695,
+        .call_out = out_eq_696,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:525 sample 4",
+        .where = "ops.yaml:524 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_696,
+        .call = call_eq_697,
         .call_inplace = NULL,
-        .call_out = out_eq_697,
+        .call_out = out_eq_698,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:535 sample 0",
+        .where = "ops.yaml:534 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_699,
+        .call = call_eq_scalar_700,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_700,
+        .call_out = out_eq_scalar_701,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:535 sample 1",
+        .where = "ops.yaml:534 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_701,
+        .call = call_eq_scalar_702,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_702,
+        .call_out = out_eq_scalar_703,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:535 sample 2",
+        .where = "ops.yaml:534 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_703,
+        .call = call_eq_scalar_704,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_704,
+        .call_out = out_eq_scalar_705,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:535 sample 3",
+        .where = "ops.yaml:534 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_eq_scalar_705,
+        .call = call_eq_scalar_706,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_706,
+        .call_out = out_eq_scalar_707,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:544 sample 0",
+        .where = "ops.yaml:543 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_707,
+        .call = call_lt_708,
         .call_inplace = NULL,
-        .call_out = out_lt_708,
+        .call_out = out_lt_709,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:544 sample 1",
+        .where = "ops.yaml:543 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_709,
+        .call = call_lt_710,
         .call_inplace = NULL,
-        .call_out = out_lt_710,
+        .call_out = out_lt_711,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:544 sample 2",
+        .where = "ops.yaml:543 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_711,
+        .call = call_lt_712,
         .call_inplace = NULL,
-        .call_out = out_lt_712,
+        .call_out = out_lt_713,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:544 sample 3",
+        .where = "ops.yaml:543 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_713,
+        .call = call_lt_714,
         .call_inplace = NULL,
-        .call_out = out_lt_714,
+        .call_out = out_lt_715,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:544 sample 4",
+        .where = "ops.yaml:543 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_715,
+        .call = call_lt_716,
         .call_inplace = NULL,
-        .call_out = out_lt_716,
+        .call_out = out_lt_717,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:554 sample 0",
+        .where = "ops.yaml:553 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_718,
+        .call = call_lt_scalar_719,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_719,
+        .call_out = out_lt_scalar_720,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:554 sample 1",
+        .where = "ops.yaml:553 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_720,
+        .call = call_lt_scalar_721,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_721,
+        .call_out = out_lt_scalar_722,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:554 sample 2",
+        .where = "ops.yaml:553 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_722,
+        .call = call_lt_scalar_723,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_723,
+        .call_out = out_lt_scalar_724,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:554 sample 3",
+        .where = "ops.yaml:553 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_lt_scalar_724,
+        .call = call_lt_scalar_725,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_725,
+        .call_out = out_lt_scalar_726,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:563 sample 0",
+        .where = "ops.yaml:562 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_726,
+        .call = call_gt_727,
         .call_inplace = NULL,
-        .call_out = out_gt_727,
+        .call_out = out_gt_728,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:563 sample 1",
+        .where = "ops.yaml:562 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_728,
+        .call = call_gt_729,
         .call_inplace = NULL,
-        .call_out = out_gt_729,
+        .call_out = out_gt_730,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:563 sample 2",
+        .where = "ops.yaml:562 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_730,
+        .call = call_gt_731,
         .call_inplace = NULL,
-        .call_out = out_gt_731,
+        .call_out = out_gt_732,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:563 sample 3",
+        .where = "ops.yaml:562 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_732,
+        .call = call_gt_733,
         .call_inplace = NULL,
-        .call_out = out_gt_733,
+        .call_out = out_gt_734,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:563 sample 4",
+        .where = "ops.yaml:562 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_734,
+        .call = call_gt_735,
         .call_inplace = NULL,
-        .call_out = out_gt_735,
+        .call_out = out_gt_736,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:573 sample 0",
+        .where = "ops.yaml:572 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_737,
+        .call = call_gt_scalar_738,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_738,
+        .call_out = out_gt_scalar_739,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:573 sample 1",
+        .where = "ops.yaml:572 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_739,
+        .call = call_gt_scalar_740,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_740,
+        .call_out = out_gt_scalar_741,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:573 sample 2",
+        .where = "ops.yaml:572 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_741,
+        .call = call_gt_scalar_742,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_742,
+        .call_out = out_gt_scalar_743,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:573 sample 3",
+        .where = "ops.yaml:572 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gt_scalar_743,
+        .call = call_gt_scalar_744,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_744,
+        .call_out = out_gt_scalar_745,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:590 sample 0",
+        .where = "ops.yaml:589 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_745,
+        .call = call_where_746,
         .call_inplace = NULL,
-        .call_out = out_where_746,
+        .call_out = out_where_747,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:590 sample 1",
+        .where = "ops.yaml:589 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_747,
+        .call = call_where_748,
         .call_inplace = NULL,
-        .call_out = out_where_748,
+        .call_out = out_where_749,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:590 sample 2",
+        .where = "ops.yaml:589 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_749,
+        .call = call_where_750,
         .call_inplace = NULL,
-        .call_out = out_where_750,
+        .call_out = out_where_751,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:595 sample 0",
+        .where = "ops.yaml:594 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_753,
+        .call = call_ne_754,
         .call_inplace = NULL,
-        .call_out = out_ne_754,
+        .call_out = out_ne_755,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:595 sample 1",
+        .where = "ops.yaml:594 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_755,
+        .call = call_ne_756,
         .call_inplace = NULL,
-        .call_out = out_ne_756,
+        .call_out = out_ne_757,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:595 sample 2",
+        .where = "ops.yaml:594 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_757,
+        .call = call_ne_758,
         .call_inplace = NULL,
-        .call_out = out_ne_758,
+        .call_out = out_ne_759,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:595 sample 3",
+        .where = "ops.yaml:594 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_759,
+        .call = call_ne_760,
         .call_inplace = NULL,
-        .call_out = out_ne_760,
+        .call_out = out_ne_761,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:595 sample 4",
+        .where = "ops.yaml:594 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_761,
+        .call = call_ne_762,
         .call_inplace = NULL,
-        .call_out = out_ne_762,
+        .call_out = out_ne_763,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:605 sample 0",
+        .where = "ops.yaml:604 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_764,
+        .call = call_ne_scalar_765,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_765,
+        .call_out = out_ne_scalar_766,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:605 sample 1",
+        .where = "ops.yaml:604 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_766,
+        .call = call_ne_scalar_767,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_767,
+        .call_out = out_ne_scalar_768,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:605 sample 2",
+        .where = "ops.yaml:604 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_768,
+        .call = call_ne_scalar_769,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_769,
+        .call_out = out_ne_scalar_770,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:605 sample 3",
+        .where = "ops.yaml:604 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ne_scalar_770,
+        .call = call_ne_scalar_771,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_771,
+        .call_out = out_ne_scalar_772,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:614 sample 0",
+        .where = "ops.yaml:613 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_772,
+        .call = call_le_773,
         .call_inplace = NULL,
-        .call_out = out_le_773,
+        .call_out = out_le_774,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:614 sample 1",
+        .where = "ops.yaml:613 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_774,
+        .call = call_le_775,
         .call_inplace = NULL,
-        .call_out = out_le_775,
+        .call_out = out_le_776,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:614 sample 2",
+        .where = "ops.yaml:613 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_776,
+        .call = call_le_777,
         .call_inplace = NULL,
-        .call_out = out_le_777,
+        .call_out = out_le_778,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:614 sample 3",
+        .where = "ops.yaml:613 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_778,
+        .call = call_le_779,
         .call_inplace = NULL,
-        .call_out = out_le_779,
+        .call_out = out_le_780,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:614 sample 4",
+        .where = "ops.yaml:613 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_780,
+        .call = call_le_781,
         .call_inplace = NULL,
-        .call_out = out_le_781,
+        .call_out = out_le_782,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:624 sample 0",
+        .where = "ops.yaml:623 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_783,
+        .call = call_le_scalar_784,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_784,
+        .call_out = out_le_scalar_785,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:624 sample 1",
+        .where = "ops.yaml:623 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_785,
+        .call = call_le_scalar_786,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_786,
+        .call_out = out_le_scalar_787,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:624 sample 2",
+        .where = "ops.yaml:623 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_787,
+        .call = call_le_scalar_788,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_788,
+        .call_out = out_le_scalar_789,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:624 sample 3",
+        .where = "ops.yaml:623 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_le_scalar_789,
+        .call = call_le_scalar_790,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_790,
+        .call_out = out_le_scalar_791,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:633 sample 0",
+        .where = "ops.yaml:632 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_791,
+        .call = call_ge_792,
         .call_inplace = NULL,
-        .call_out = out_ge_792,
+        .call_out = out_ge_793,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:633 sample 1",
+        .where = "ops.yaml:632 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_793,
+        .call = call_ge_794,
         .call_inplace = NULL,
-        .call_out = out_ge_794,
+        .call_out = out_ge_795,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:633 sample 2",
+        .where = "ops.yaml:632 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_795,
+        .call = call_ge_796,
         .call_inplace = NULL,
-        .call_out = out_ge_796,
+        .call_out = out_ge_797,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:633 sample 3",
+        .where = "ops.yaml:632 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_797,
+        .call = call_ge_798,
         .call_inplace = NULL,
-        .call_out = out_ge_798,
+        .call_out = out_ge_799,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:633 sample 4",
+        .where = "ops.yaml:632 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_799,
+        .call = call_ge_800,
         .call_inplace = NULL,
-        .call_out = out_ge_800,
+        .call_out = out_ge_801,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:643 sample 0",
+        .where = "ops.yaml:642 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_802,
+        .call = call_ge_scalar_803,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_803,
+        .call_out = out_ge_scalar_804,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:643 sample 1",
+        .where = "ops.yaml:642 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_804,
+        .call = call_ge_scalar_805,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_805,
+        .call_out = out_ge_scalar_806,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:643 sample 2",
+        .where = "ops.yaml:642 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_806,
+        .call = call_ge_scalar_807,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_807,
+        .call_out = out_ge_scalar_808,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:643 sample 3",
+        .where = "ops.yaml:642 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ge_scalar_808,
+        .call = call_ge_scalar_809,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_809,
+        .call_out = out_ge_scalar_810,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:652 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_810,
+        .call = call_logical_and_811,
         .call_inplace = NULL,
-        .call_out = out_logical_and_811,
+        .call_out = out_logical_and_812,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:652 sample 1",
+        .where = "ops.yaml:651 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_812,
+        .call = call_logical_and_813,
         .call_inplace = NULL,
-        .call_out = out_logical_and_813,
+        .call_out = out_logical_and_814,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:652 sample 2",
+        .where = "ops.yaml:651 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_814,
+        .call = call_logical_and_815,
         .call_inplace = NULL,
-        .call_out = out_logical_and_815,
+        .call_out = out_logical_and_816,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:652 sample 3",
+        .where = "ops.yaml:651 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_816,
+        .call = call_logical_and_817,
         .call_inplace = NULL,
-        .call_out = out_logical_and_817,
+        .call_out = out_logical_and_818,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:652 sample 4",
+        .where = "ops.yaml:651 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_818,
+        .call = call_logical_and_819,
         .call_inplace = NULL,
-        .call_out = out_logical_and_819,
+        .call_out = out_logical_and_820,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:662 sample 0",
+        .where = "ops.yaml:661 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_821,
+        .call = call_logical_or_822,
         .call_inplace = NULL,
-        .call_out = out_logical_or_822,
+        .call_out = out_logical_or_823,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:662 sample 1",
+        .where = "ops.yaml:661 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_823,
+        .call = call_logical_or_824,
         .call_inplace = NULL,
-        .call_out = out_logical_or_824,
+        .call_out = out_logical_or_825,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:662 sample 2",
+        .where = "ops.yaml:661 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_825,
+        .call = call_logical_or_826,
         .call_inplace = NULL,
-        .call_out = out_logical_or_826,
+        .call_out = out_logical_or_827,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:662 sample 3",
+        .where = "ops.yaml:661 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_827,
+        .call = call_logical_or_828,
         .call_inplace = NULL,
-        .call_out = out_logical_or_828,
+        .call_out = out_logical_or_829,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:662 sample 4",
+        .where = "ops.yaml:661 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_829,
+        .call = call_logical_or_830,
         .call_inplace = NULL,
-        .call_out = out_logical_or_830,
+        .call_out = out_logical_or_831,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:672 sample 0",
+        .where = "ops.yaml:671 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_832,
+        .call = call_logical_xor_833,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_833,
+        .call_out = out_logical_xor_834,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:672 sample 1",
+        .where = "ops.yaml:671 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_834,
+        .call = call_logical_xor_835,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_835,
+        .call_out = out_logical_xor_836,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:672 sample 2",
+        .where = "ops.yaml:671 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_836,
+        .call = call_logical_xor_837,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_837,
+        .call_out = out_logical_xor_838,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:672 sample 3",
+        .where = "ops.yaml:671 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_838,
+        .call = call_logical_xor_839,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_839,
+        .call_out = out_logical_xor_840,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:672 sample 4",
+        .where = "ops.yaml:671 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_840,
+        .call = call_logical_xor_841,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_841,
+        .call_out = out_logical_xor_842,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:682 sample 0",
+        .where = "ops.yaml:681 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_843,
+        .call = call_logical_not_844,
         .call_inplace = NULL,
-        .call_out = out_logical_not_844,
+        .call_out = out_logical_not_845,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:682 sample 1",
+        .where = "ops.yaml:681 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_845,
+        .call = call_logical_not_846,
         .call_inplace = NULL,
-        .call_out = out_logical_not_846,
+        .call_out = out_logical_not_847,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:682 sample 2",
+        .where = "ops.yaml:681 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_847,
+        .call = call_logical_not_848,
         .call_inplace = NULL,
-        .call_out = out_logical_not_848,
+        .call_out = out_logical_not_849,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:682 sample 3",
+        .where = "ops.yaml:681 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logical_not_849,
+        .call = call_logical_not_850,
         .call_inplace = NULL,
-        .call_out = out_logical_not_850,
+        .call_out = out_logical_not_851,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:698 sample 0",
+        .where = "ops.yaml:697 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_851,
-        .call_inplace = inplace_masked_fill_852,
+        .call = call_masked_fill_852,
+        .call_inplace = inplace_masked_fill_853,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:698 sample 1",
+        .where = "ops.yaml:697 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_853,
-        .call_inplace = inplace_masked_fill_854,
+        .call = call_masked_fill_854,
+        .call_inplace = inplace_masked_fill_855,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:698 sample 2",
+        .where = "ops.yaml:697 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_855,
-        .call_inplace = inplace_masked_fill_856,
+        .call = call_masked_fill_856,
+        .call_inplace = inplace_masked_fill_857,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:698 sample 3",
+        .where = "ops.yaml:697 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_857,
-        .call_inplace = inplace_masked_fill_858,
+        .call = call_masked_fill_858,
+        .call_inplace = inplace_masked_fill_859,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:715 sample 0",
+        .where = "ops.yaml:714 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_861,
-        .call_inplace = inplace_masked_fill_tensor_862,
+        .call = call_masked_fill_tensor_862,
+        .call_inplace = inplace_masked_fill_tensor_863,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:715 sample 1",
+        .where = "ops.yaml:714 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_863,
-        .call_inplace = inplace_masked_fill_tensor_864,
+        .call = call_masked_fill_tensor_864,
+        .call_inplace = inplace_masked_fill_tensor_865,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:715 sample 2",
+        .where = "ops.yaml:714 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_865,
-        .call_inplace = inplace_masked_fill_tensor_866,
+        .call = call_masked_fill_tensor_866,
+        .call_inplace = inplace_masked_fill_tensor_867,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum",
-        .where = "ops.yaml:730 sample 0",
+        .where = "ops.yaml:729 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_870,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum",
-        .where = "ops.yaml:730 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sum_871,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13333,9 +13328,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:730 sample 2",
+        .where = "ops.yaml:729 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sum_872,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13344,9 +13340,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:730 sample 3",
+        .where = "ops.yaml:729 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sum_873,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13354,67 +13350,66 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "sum.dim",
-        .where = "ops.yaml:745 sample 0",
+        .op = "sum",
+        .where = "ops.yaml:729 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_874,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_875,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum.dim",
-        .where = "ops.yaml:745 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_876,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_877,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum.dim",
-        .where = "ops.yaml:745 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_dim_878,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_879,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum.dim",
-        .where = "ops.yaml:745 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_880,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_881,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean",
-        .where = "ops.yaml:759 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_883,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "mean",
-        .where = "ops.yaml:759 sample 1",
+        .op = "sum.dim",
+        .where = "ops.yaml:744 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_875,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_876,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:744 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_877,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_878,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:744 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sum_dim_879,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_880,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:744 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_881,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_882,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean",
+        .where = "ops.yaml:758 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mean_884,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13423,9 +13418,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:759 sample 2",
+        .where = "ops.yaml:758 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mean_885,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13433,128 +13429,127 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mean.dim",
-        .where = "ops.yaml:773 sample 0",
+        .op = "mean",
+        .where = "ops.yaml:758 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_887,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_886,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_888,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:773 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_889,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_890,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:785 sample 0",
+        .where = "ops.yaml:772 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_893,
+        .call = call_mean_dim_888,
         .call_inplace = NULL,
-        .call_out = out_amax_894,
+        .call_out = out_mean_dim_889,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "amax",
-        .where = "ops.yaml:785 sample 1",
+        .op = "mean.dim",
+        .where = "ops.yaml:772 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_895,
+        .call = call_mean_dim_890,
         .call_inplace = NULL,
-        .call_out = out_amax_896,
+        .call_out = out_mean_dim_891,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:785 sample 2",
+        .where = "ops.yaml:784 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_897,
+        .call = call_amax_894,
         .call_inplace = NULL,
-        .call_out = out_amax_898,
+        .call_out = out_amax_895,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:784 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_896,
+        .call_inplace = NULL,
+        .call_out = out_amax_897,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:784 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_898,
+        .call_inplace = NULL,
+        .call_out = out_amax_899,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 0",
+        .where = "ops.yaml:806 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_900,
+        .call = call_mm_901,
         .call_inplace = NULL,
-        .call_out = out_mm_901,
+        .call_out = out_mm_902,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 1",
+        .where = "ops.yaml:806 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_902,
+        .call = call_mm_903,
         .call_inplace = NULL,
-        .call_out = out_mm_903,
+        .call_out = out_mm_904,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 2",
+        .where = "ops.yaml:806 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_904,
+        .call = call_mm_905,
         .call_inplace = NULL,
-        .call_out = out_mm_905,
+        .call_out = out_mm_906,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 3",
+        .where = "ops.yaml:806 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_906,
+        .call = call_mm_907,
         .call_inplace = NULL,
-        .call_out = out_mm_907,
+        .call_out = out_mm_908,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 0",
+        .where = "ops.yaml:824 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_912,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:825 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_913,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13563,9 +13558,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 2",
+        .where = "ops.yaml:824 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_914,
         .call_inplace = NULL,
@@ -13575,10 +13570,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 3",
+        .where = "ops.yaml:824 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_915,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13587,9 +13582,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 4",
+        .where = "ops.yaml:824 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_916,
         .call_inplace = NULL,
@@ -13599,10 +13594,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 5",
+        .where = "ops.yaml:824 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_917,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13611,14 +13606,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 6",
+        .where = "ops.yaml:824 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_918,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13627,10 +13618,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 7",
+        .where = "ops.yaml:824 sample 6",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_matmul_919,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13639,10 +13634,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 8",
+        .where = "ops.yaml:824 sample 7",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_920,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13651,14 +13646,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 9",
+        .where = "ops.yaml:824 sample 8",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 2, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_921,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13667,10 +13658,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 10",
+        .where = "ops.yaml:824 sample 9",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_matmul_922,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13678,20 +13673,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:824 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_923,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 0",
+        .where = "ops.yaml:854 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_926,
+        .call = call_bmm_927,
         .call_inplace = NULL,
-        .call_out = out_bmm_927,
+        .call_out = out_bmm_928,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 1",
+        .where = "ops.yaml:854 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -13703,119 +13710,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_928,
+        .call = call_bmm_929,
         .call_inplace = NULL,
-        .call_out = out_bmm_929,
+        .call_out = out_bmm_930,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 2",
+        .where = "ops.yaml:854 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_930,
+        .call = call_bmm_931,
         .call_inplace = NULL,
-        .call_out = out_bmm_931,
+        .call_out = out_bmm_932,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 3",
+        .where = "ops.yaml:854 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_932,
+        .call = call_bmm_933,
         .call_inplace = NULL,
-        .call_out = out_bmm_933,
+        .call_out = out_bmm_934,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:881 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_939,
+        .call = call_addmm_940,
         .call_inplace = NULL,
-        .call_out = out_addmm_940,
+        .call_out = out_addmm_941,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 1",
+        .where = "ops.yaml:881 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_941,
+        .call = call_addmm_942,
         .call_inplace = NULL,
-        .call_out = out_addmm_942,
+        .call_out = out_addmm_943,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 2",
+        .where = "ops.yaml:881 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_943,
+        .call = call_addmm_944,
         .call_inplace = NULL,
-        .call_out = out_addmm_944,
+        .call_out = out_addmm_945,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 3",
+        .where = "ops.yaml:881 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_945,
+        .call = call_addmm_946,
         .call_inplace = NULL,
-        .call_out = out_addmm_946,
+        .call_out = out_addmm_947,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 4",
+        .where = "ops.yaml:881 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_947,
+        .call = call_addmm_948,
         .call_inplace = NULL,
-        .call_out = out_addmm_948,
+        .call_out = out_addmm_949,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 0",
+        .where = "ops.yaml:913 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_956,
+        .call = call_baddbmm_957,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_957,
+        .call_out = out_baddbmm_958,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 1",
+        .where = "ops.yaml:913 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -13824,15 +13831,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_958,
+        .call = call_baddbmm_959,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_959,
+        .call_out = out_baddbmm_960,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 2",
+        .where = "ops.yaml:913 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -13841,56 +13848,44 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_960,
+        .call = call_baddbmm_961,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_961,
+        .call_out = out_baddbmm_962,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 3",
+        .where = "ops.yaml:913 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_962,
+        .call = call_baddbmm_963,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_963,
+        .call_out = out_baddbmm_964,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 4",
+        .where = "ops.yaml:913 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_964,
+        .call = call_baddbmm_965,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_965,
+        .call_out = out_baddbmm_966,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 0",
+        .where = "ops.yaml:934 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_975,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dot",
-        .where = "ops.yaml:935 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dot_976,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13899,10 +13894,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 2",
+        .where = "ops.yaml:934 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dot_977,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13910,12 +13905,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "outer",
-        .where = "ops.yaml:952 sample 0",
+        .op = "dot",
+        .where = "ops.yaml:934 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_982,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13923,9 +13918,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 1",
+        .where = "ops.yaml:951 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_outer_983,
         .call_inplace = NULL,
@@ -13935,10 +13930,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 2",
+        .where = "ops.yaml:951 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_outer_984,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13946,21 +13941,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "t",
-        .where = "ops.yaml:992 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_988,
+        .op = "outer",
+        .where = "ops.yaml:951 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_985,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "t",
-        .where = "ops.yaml:992 sample 1",
+        .where = "ops.yaml:991 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_989,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13968,11 +13964,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "transpose",
-        .where = "ops.yaml:1003 sample 0",
+        .op = "t",
+        .where = "ops.yaml:991 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_991,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_t_990,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13980,9 +13976,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1003 sample 1",
+        .where = "ops.yaml:1002 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_992,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -13990,22 +13986,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "permute",
-        .where = "ops.yaml:1017 sample 0",
+        .op = "transpose",
+        .where = "ops.yaml:1002 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_995,
+        .call = call_transpose_993,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "view",
-        .where = "ops.yaml:1026 sample 0",
+        .op = "permute",
+        .where = "ops.yaml:1016 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_998,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_permute_996,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14013,7 +14009,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1026 sample 1",
+        .where = "ops.yaml:1025 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_999,
@@ -14023,22 +14019,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "reshape",
-        .where = "ops.yaml:1036 sample 0",
+        .op = "view",
+        .where = "ops.yaml:1025 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1000,
+        .call = call_view_1000,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1036 sample 1",
+        .where = "ops.yaml:1035 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_1001,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -14046,21 +14041,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "expand",
-        .where = "ops.yaml:1046 sample 0",
+        .op = "reshape",
+        .where = "ops.yaml:1035 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1002,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_reshape_1002,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1046 sample 1",
+        .where = "ops.yaml:1045 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1003,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -14068,11 +14064,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "expand",
+        .where = "ops.yaml:1045 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_expand_1004,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "squeeze",
-        .where = "ops.yaml:1056 sample 0",
+        .where = "ops.yaml:1055 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1004,
+        .call = call_squeeze_1005,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14080,20 +14087,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 0",
+        .where = "ops.yaml:1065 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1005,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1006,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -14101,11 +14097,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 0",
+        .op = "squeeze.dim",
+        .where = "ops.yaml:1065 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1008,
+        .call = call_squeeze_dim_1007,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14113,7 +14109,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 1",
+        .where = "ops.yaml:1076 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1009,
@@ -14123,11 +14119,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "slice",
-        .where = "ops.yaml:1091 sample 0",
+        .op = "unsqueeze",
+        .where = "ops.yaml:1076 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1011,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_unsqueeze_1010,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14135,7 +14131,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1091 sample 1",
+        .where = "ops.yaml:1090 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1012,
@@ -14145,11 +14141,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "select",
-        .where = "ops.yaml:1102 sample 0",
+        .op = "slice",
+        .where = "ops.yaml:1090 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1015,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_1013,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14157,7 +14153,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1102 sample 1",
+        .where = "ops.yaml:1101 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1016,
@@ -14167,12 +14163,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "select",
+        .where = "ops.yaml:1101 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_select_1017,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "contiguous",
-        .where = "ops.yaml:1112 sample 0",
+        .where = "ops.yaml:1111 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1018,
+        .call = call_contiguous_1019,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14180,9 +14187,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1132 sample 0",
+        .where = "ops.yaml:1131 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1019,
+        .call = call_zeros_1020,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14190,9 +14197,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1140 sample 0",
+        .where = "ops.yaml:1139 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1020,
+        .call = call_ones_1021,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14200,9 +14207,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1148 sample 0",
+        .where = "ops.yaml:1147 sample 0",
         .n_inputs = 0,
-        .call = call_full_1021,
+        .call = call_full_1022,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14210,9 +14217,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1163 sample 0",
+        .where = "ops.yaml:1162 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1022,
+        .call = call_arange_1023,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14220,9 +14227,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1171 sample 0",
+        .where = "ops.yaml:1170 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1023,
+        .call = call_rand_1024,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14230,9 +14237,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1182 sample 0",
+        .where = "ops.yaml:1181 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1025,
+        .call = call_randn_1026,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14240,10 +14247,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1201 sample 0",
+        .where = "ops.yaml:1200 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1027,
+        .call = call_sum_to_1028,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14251,10 +14258,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1201 sample 1",
+        .where = "ops.yaml:1200 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1028,
+        .call = call_sum_to_1029,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14622,505 +14629,503 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "relu: ",
     },
     {
-        .op = "abs",
-        .what = "ops.yaml:342: dtype of self",
+        .op = "softplus",
+        .what = "ops.yaml:319: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_abs_453,
+        .call = error_softplus_433,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softplus: ",
+    },
+    {
+        .op = "abs",
+        .what = "ops.yaml:341: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_abs_454,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "abs: ",
     },
     {
         .op = "square",
-        .what = "ops.yaml:357: dtype of self",
+        .what = "ops.yaml:356: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_square_478,
+        .call = error_square_479,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "square: ",
     },
     {
         .op = "floor",
-        .what = "ops.yaml:432: dtype of self",
+        .what = "ops.yaml:431: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_floor_587,
+        .call = error_floor_588,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "floor: ",
     },
     {
         .op = "ceil",
-        .what = "ops.yaml:439: dtype of self",
+        .what = "ops.yaml:438: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_ceil_600,
+        .call = error_ceil_601,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "ceil: ",
     },
     {
         .op = "round",
-        .what = "ops.yaml:446: dtype of self",
+        .what = "ops.yaml:445: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_round_613,
+        .call = error_round_614,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "round: ",
     },
     {
         .op = "trunc",
-        .what = "ops.yaml:453: dtype of self",
+        .what = "ops.yaml:452: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_trunc_626,
+        .call = error_trunc_627,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "trunc: ",
     },
     {
         .op = "leaky_relu",
-        .what = "ops.yaml:460: dtype of self",
+        .what = "ops.yaml:459: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_leaky_relu_639,
+        .call = error_leaky_relu_640,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu: ",
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:468: dtype of grad_output",
+        .what = "ops.yaml:467: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_645,
+        .call = error_leaky_relu_backward_646,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:468: broadcast",
+        .what = "ops.yaml:467: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_646,
+        .call = error_leaky_relu_backward_647,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
     {
         .op = "elu",
-        .what = "ops.yaml:479: dtype of self",
+        .what = "ops.yaml:478: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_elu_659,
+        .call = error_elu_660,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu: ",
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:487: dtype of grad_output",
+        .what = "ops.yaml:486: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_665,
+        .call = error_elu_backward_666,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu_backward: ",
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:487: broadcast",
+        .what = "ops.yaml:486: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_666,
+        .call = error_elu_backward_667,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "elu_backward: ",
     },
     {
         .op = "silu",
-        .what = "ops.yaml:498: dtype of self",
+        .what = "ops.yaml:497: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_silu_679,
+        .call = error_silu_680,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "silu: ",
     },
     {
         .op = "eq.Tensor",
-        .what = "ops.yaml:525: broadcast",
+        .what = "ops.yaml:524: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_eq_698,
+        .call = error_eq_699,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:544: broadcast",
+        .what = "ops.yaml:543: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lt_717,
+        .call = error_lt_718,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:563: broadcast",
+        .what = "ops.yaml:562: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gt_736,
+        .call = error_gt_737,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:582: dtype of condition",
+        .what = "ops.yaml:581: dtype of condition",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_where_751,
+        .call = error_where_752,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:582: broadcast",
+        .what = "ops.yaml:581: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_where_752,
+        .call = error_where_753,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "ne.Tensor",
-        .what = "ops.yaml:595: broadcast",
+        .what = "ops.yaml:594: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ne_763,
+        .call = error_ne_764,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ne: ",
     },
     {
         .op = "le.Tensor",
-        .what = "ops.yaml:614: broadcast",
+        .what = "ops.yaml:613: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_le_782,
+        .call = error_le_783,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "le: ",
     },
     {
         .op = "ge.Tensor",
-        .what = "ops.yaml:633: broadcast",
+        .what = "ops.yaml:632: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ge_801,
+        .call = error_ge_802,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ge: ",
     },
     {
         .op = "logical_and",
-        .what = "ops.yaml:652: broadcast",
+        .what = "ops.yaml:651: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_and_820,
+        .call = error_logical_and_821,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_and: ",
     },
     {
         .op = "logical_or",
-        .what = "ops.yaml:662: broadcast",
+        .what = "ops.yaml:661: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_or_831,
+        .call = error_logical_or_832,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_or: ",
     },
     {
         .op = "logical_xor",
-        .what = "ops.yaml:672: broadcast",
+        .what = "ops.yaml:671: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_xor_842,
+        .call = error_logical_xor_843,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_xor: ",
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:691: dtype of mask",
+        .what = "ops.yaml:690: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_fill_859,
+        .call = error_masked_fill_860,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:691: broadcast",
+        .what = "ops.yaml:690: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_fill_860,
+        .call = error_masked_fill_861,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:711: value.dim == 0",
+        .what = "ops.yaml:710: value.dim == 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_867,
+        .call = error_masked_fill_tensor_868,
         .expect = 0,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:704: dtype of mask",
+        .what = "ops.yaml:703: dtype of mask",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_868,
+        .call = error_masked_fill_tensor_869,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:704: broadcast",
+        .what = "ops.yaml:703: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_869,
+        .call = error_masked_fill_tensor_870,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "sum.dim",
-        .what = "ops.yaml:736: dim out of range",
+        .what = "ops.yaml:735: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_882,
+        .call = error_sum_dim_883,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:751: dtype of self",
+        .what = "ops.yaml:750: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_886,
+        .call = error_mean_887,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:764: dtype of self",
+        .what = "ops.yaml:763: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_dim_891,
+        .call = error_mean_dim_892,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:764: dim out of range",
+        .what = "ops.yaml:763: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_892,
+        .call = error_mean_dim_893,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:777: dim out of range",
+        .what = "ops.yaml:776: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_899,
+        .call = error_amax_900,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:798: self.dim == 2",
+        .what = "ops.yaml:797: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_908,
-        .expect = 0,
-        .expect_prefix = "mm: ",
-    },
-    {
-        .op = "mm",
-        .what = "ops.yaml:800: mat2.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_mm_909,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:802: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:799: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_mm_910,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:792: dtype of self",
+        .what = "ops.yaml:801: self.size(1) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_911,
+        .expect = 0,
+        .expect_prefix = "mm: ",
+    },
+    {
+        .op = "mm",
+        .what = "ops.yaml:791: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_911,
+        .call = error_mm_912,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:819: self.dim >= 1",
+        .what = "ops.yaml:818: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_923,
-        .expect = 0,
-        .expect_prefix = "matmul: ",
-    },
-    {
-        .op = "matmul",
-        .what = "ops.yaml:821: other.dim >= 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_matmul_924,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:813: dtype of self",
+        .what = "ops.yaml:820: other.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_matmul_925,
+        .expect = 0,
+        .expect_prefix = "matmul: ",
+    },
+    {
+        .op = "matmul",
+        .what = "ops.yaml:812: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_925,
+        .call = error_matmul_926,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:844: self.dim == 3",
+        .what = "ops.yaml:843: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_934,
-        .expect = 0,
-        .expect_prefix = "bmm: ",
-    },
-    {
-        .op = "bmm",
-        .what = "ops.yaml:846: mat2.dim == 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_935,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:848: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:845: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_936,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:850: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:847: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_937,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:838: dtype of self",
+        .what = "ops.yaml:849: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_938,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:837: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_938,
+        .call = error_bmm_939,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:867: mat1.dim == 2",
+        .what = "ops.yaml:866: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_949,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what = "ops.yaml:869: mat2.dim == 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_950,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:871: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:868: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_951,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:873: self.dim <= 2",
+        .what = "ops.yaml:870: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_952,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:875: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what = "ops.yaml:872: self.dim <= 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_953,
@@ -15129,9 +15134,9 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:877: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what = "ops.yaml:874: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_954,
@@ -15140,76 +15145,75 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:861: dtype of self",
+        .what = "ops.yaml:876: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_955,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:860: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_955,
+        .call = error_addmm_956,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:895: batch1.dim == 3",
+        .what = "ops.yaml:894: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_966,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:897: batch2.dim == 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_967,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:899: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:896: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_968,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:901: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:898: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_969,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:903: self.dim <= 3",
+        .what = "ops.yaml:900: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_970,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what =
-            "ops.yaml:905: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .what = "ops.yaml:902: self.dim <= 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_971,
@@ -15219,9 +15223,9 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:907: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:904: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_972,
@@ -15230,9 +15234,10 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:909: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what =
+            "ops.yaml:906: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_973,
@@ -15241,106 +15246,108 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:889: dtype of self",
+        .what = "ops.yaml:908: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_974,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:888: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_974,
+        .call = error_baddbmm_975,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:927: self.dim == 1",
+        .what = "ops.yaml:926: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_978,
-        .expect = 0,
-        .expect_prefix = "dot: ",
-    },
-    {
-        .op = "dot",
-        .what = "ops.yaml:929: tensor.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = error_dot_979,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:931: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:928: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = error_dot_980,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:921: dtype of self",
+        .what = "ops.yaml:930: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_981,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:920: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_981,
+        .call = error_dot_982,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:946: self.dim == 1",
+        .what = "ops.yaml:945: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_985,
-        .expect = 0,
-        .expect_prefix = "outer: ",
-    },
-    {
-        .op = "outer",
-        .what = "ops.yaml:948: vec2.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_outer_986,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:940: dtype of self",
+        .what = "ops.yaml:947: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_987,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:939: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_987,
+        .call = error_outer_988,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:988: self.dim <= 2",
+        .what = "ops.yaml:987: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_990,
+        .call = error_t_991,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:996: dim0 out of range",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_993,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "transpose: ",
-    },
-    {
-        .op = "transpose",
-        .what = "ops.yaml:996: dim1 out of range",
+        .what = "ops.yaml:995: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_994,
@@ -15348,90 +15355,99 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "transpose: ",
     },
     {
+        .op = "transpose",
+        .what = "ops.yaml:995: dim1 out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_transpose_995,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "transpose: ",
+    },
+    {
         .op = "permute",
-        .what = "ops.yaml:1013: len(dims) == self.dim",
+        .what = "ops.yaml:1012: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_996,
+        .call = error_permute_997,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1007: dims out of range",
+        .what = "ops.yaml:1006: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_997,
+        .call = error_permute_998,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1059: dim out of range",
+        .what = "ops.yaml:1058: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1007,
+        .call = error_squeeze_dim_1008,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1070: dim out of range",
+        .what = "ops.yaml:1069: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1010,
+        .call = error_unsqueeze_1011,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1087: step > 0",
+        .what = "ops.yaml:1086: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1013,
+        .call = error_slice_1014,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1081: dim out of range",
+        .what = "ops.yaml:1080: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1014,
+        .call = error_slice_1015,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1095: dim out of range",
+        .what = "ops.yaml:1094: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1017,
+        .call = error_select_1018,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1176: is_floating(result_dtype)",
+        .what = "ops.yaml:1175: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1024,
+        .call = error_rand_1025,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1187: is_floating(result_dtype)",
+        .what = "ops.yaml:1186: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1026,
+        .call = error_randn_1027,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1195: dtype of self",
+        .what = "ops.yaml:1194: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1029,
+        .call = error_sum_to_1030,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -839,381 +839,381 @@ def case_148(self):
 
 
 def case_149(self):
-    """clone (ops.yaml:327 sample 0)"""
+    """clone (ops.yaml:326 sample 0)"""
     return torch.ops.aten.clone(self)
 
 
 def case_150(self):
-    """clone (ops.yaml:327 sample 1)"""
+    """clone (ops.yaml:326 sample 1)"""
     return torch.ops.aten.clone(self)
 
 
 def case_151(self):
-    """clone (ops.yaml:327 sample 2)"""
+    """clone (ops.yaml:326 sample 2)"""
     return torch.ops.aten.clone(self)
 
 
 def case_152(self):
-    """clone (ops.yaml:327 sample 3)"""
+    """clone (ops.yaml:326 sample 3)"""
     return torch.ops.aten.clone(self)
 
 
 def case_153(self):
-    """abs (ops.yaml:342 sample 0)"""
+    """abs (ops.yaml:341 sample 0)"""
     return torch.ops.aten.abs(self)
 
 
 def case_154(self):
-    """abs (ops.yaml:342 sample 1)"""
+    """abs (ops.yaml:341 sample 1)"""
     return torch.ops.aten.abs(self)
 
 
 def case_155(self):
-    """abs (ops.yaml:342 sample 2)"""
+    """abs (ops.yaml:341 sample 2)"""
     return torch.ops.aten.abs(self)
 
 
 def case_156(self):
-    """abs (ops.yaml:342 sample 3)"""
+    """abs (ops.yaml:341 sample 3)"""
     return torch.ops.aten.abs(self)
 
 
 def case_157(self):
-    """sign (ops.yaml:350 sample 0)"""
+    """sign (ops.yaml:349 sample 0)"""
     return torch.ops.aten.sign(self)
 
 
 def case_158(self):
-    """sign (ops.yaml:350 sample 1)"""
+    """sign (ops.yaml:349 sample 1)"""
     return torch.ops.aten.sign(self)
 
 
 def case_159(self):
-    """sign (ops.yaml:350 sample 2)"""
+    """sign (ops.yaml:349 sample 2)"""
     return torch.ops.aten.sign(self)
 
 
 def case_160(self):
-    """sign (ops.yaml:350 sample 3)"""
+    """sign (ops.yaml:349 sample 3)"""
     return torch.ops.aten.sign(self)
 
 
 def case_161(self):
-    """square (ops.yaml:357 sample 0)"""
+    """square (ops.yaml:356 sample 0)"""
     return torch.ops.aten.square(self)
 
 
 def case_162(self):
-    """square (ops.yaml:357 sample 1)"""
+    """square (ops.yaml:356 sample 1)"""
     return torch.ops.aten.square(self)
 
 
 def case_163(self):
-    """square (ops.yaml:357 sample 2)"""
+    """square (ops.yaml:356 sample 2)"""
     return torch.ops.aten.square(self)
 
 
 def case_164(self):
-    """square (ops.yaml:357 sample 3)"""
+    """square (ops.yaml:356 sample 3)"""
     return torch.ops.aten.square(self)
 
 
 def case_165(self):
-    """reciprocal (ops.yaml:364 sample 0)"""
+    """reciprocal (ops.yaml:363 sample 0)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_166(self):
-    """reciprocal (ops.yaml:364 sample 1)"""
+    """reciprocal (ops.yaml:363 sample 1)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_167(self):
-    """reciprocal (ops.yaml:364 sample 2)"""
+    """reciprocal (ops.yaml:363 sample 2)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_168(self):
-    """reciprocal (ops.yaml:364 sample 3)"""
+    """reciprocal (ops.yaml:363 sample 3)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_169(self):
-    """rsqrt (ops.yaml:373 sample 0)"""
+    """rsqrt (ops.yaml:372 sample 0)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_170(self):
-    """rsqrt (ops.yaml:373 sample 1)"""
+    """rsqrt (ops.yaml:372 sample 1)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_171(self):
-    """rsqrt (ops.yaml:373 sample 2)"""
+    """rsqrt (ops.yaml:372 sample 2)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_172(self):
-    """rsqrt (ops.yaml:373 sample 3)"""
+    """rsqrt (ops.yaml:372 sample 3)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_173(self):
-    """expm1 (ops.yaml:382 sample 0)"""
+    """expm1 (ops.yaml:381 sample 0)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_174(self):
-    """expm1 (ops.yaml:382 sample 1)"""
+    """expm1 (ops.yaml:381 sample 1)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_175(self):
-    """expm1 (ops.yaml:382 sample 2)"""
+    """expm1 (ops.yaml:381 sample 2)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_176(self):
-    """expm1 (ops.yaml:382 sample 3)"""
+    """expm1 (ops.yaml:381 sample 3)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_177(self):
-    """log1p (ops.yaml:390 sample 0)"""
+    """log1p (ops.yaml:389 sample 0)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_178(self):
-    """log1p (ops.yaml:390 sample 1)"""
+    """log1p (ops.yaml:389 sample 1)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_179(self):
-    """log1p (ops.yaml:390 sample 2)"""
+    """log1p (ops.yaml:389 sample 2)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_180(self):
-    """log1p (ops.yaml:390 sample 3)"""
+    """log1p (ops.yaml:389 sample 3)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_181(self):
-    """log2 (ops.yaml:399 sample 0)"""
+    """log2 (ops.yaml:398 sample 0)"""
     return torch.ops.aten.log2(self)
 
 
 def case_182(self):
-    """log2 (ops.yaml:399 sample 1)"""
+    """log2 (ops.yaml:398 sample 1)"""
     return torch.ops.aten.log2(self)
 
 
 def case_183(self):
-    """log2 (ops.yaml:399 sample 2)"""
+    """log2 (ops.yaml:398 sample 2)"""
     return torch.ops.aten.log2(self)
 
 
 def case_184(self):
-    """log2 (ops.yaml:399 sample 3)"""
+    """log2 (ops.yaml:398 sample 3)"""
     return torch.ops.aten.log2(self)
 
 
 def case_185(self):
-    """sin (ops.yaml:408 sample 0)"""
+    """sin (ops.yaml:407 sample 0)"""
     return torch.ops.aten.sin(self)
 
 
 def case_186(self):
-    """sin (ops.yaml:408 sample 1)"""
+    """sin (ops.yaml:407 sample 1)"""
     return torch.ops.aten.sin(self)
 
 
 def case_187(self):
-    """sin (ops.yaml:408 sample 2)"""
+    """sin (ops.yaml:407 sample 2)"""
     return torch.ops.aten.sin(self)
 
 
 def case_188(self):
-    """sin (ops.yaml:408 sample 3)"""
+    """sin (ops.yaml:407 sample 3)"""
     return torch.ops.aten.sin(self)
 
 
 def case_189(self):
-    """cos (ops.yaml:416 sample 0)"""
+    """cos (ops.yaml:415 sample 0)"""
     return torch.ops.aten.cos(self)
 
 
 def case_190(self):
-    """cos (ops.yaml:416 sample 1)"""
+    """cos (ops.yaml:415 sample 1)"""
     return torch.ops.aten.cos(self)
 
 
 def case_191(self):
-    """cos (ops.yaml:416 sample 2)"""
+    """cos (ops.yaml:415 sample 2)"""
     return torch.ops.aten.cos(self)
 
 
 def case_192(self):
-    """cos (ops.yaml:416 sample 3)"""
+    """cos (ops.yaml:415 sample 3)"""
     return torch.ops.aten.cos(self)
 
 
 def case_193(self):
-    """erf (ops.yaml:424 sample 0)"""
+    """erf (ops.yaml:423 sample 0)"""
     return torch.ops.aten.erf(self)
 
 
 def case_194(self):
-    """erf (ops.yaml:424 sample 1)"""
+    """erf (ops.yaml:423 sample 1)"""
     return torch.ops.aten.erf(self)
 
 
 def case_195(self):
-    """erf (ops.yaml:424 sample 2)"""
+    """erf (ops.yaml:423 sample 2)"""
     return torch.ops.aten.erf(self)
 
 
 def case_196(self):
-    """erf (ops.yaml:424 sample 3)"""
+    """erf (ops.yaml:423 sample 3)"""
     return torch.ops.aten.erf(self)
 
 
 def case_197(self):
-    """floor (ops.yaml:432 sample 0)"""
+    """floor (ops.yaml:431 sample 0)"""
     return torch.ops.aten.floor(self)
 
 
 def case_198(self):
-    """floor (ops.yaml:432 sample 1)"""
+    """floor (ops.yaml:431 sample 1)"""
     return torch.ops.aten.floor(self)
 
 
 def case_199(self):
-    """floor (ops.yaml:432 sample 2)"""
+    """floor (ops.yaml:431 sample 2)"""
     return torch.ops.aten.floor(self)
 
 
 def case_200(self):
-    """floor (ops.yaml:432 sample 3)"""
+    """floor (ops.yaml:431 sample 3)"""
     return torch.ops.aten.floor(self)
 
 
 def case_201(self):
-    """ceil (ops.yaml:439 sample 0)"""
+    """ceil (ops.yaml:438 sample 0)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_202(self):
-    """ceil (ops.yaml:439 sample 1)"""
+    """ceil (ops.yaml:438 sample 1)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_203(self):
-    """ceil (ops.yaml:439 sample 2)"""
+    """ceil (ops.yaml:438 sample 2)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_204(self):
-    """ceil (ops.yaml:439 sample 3)"""
+    """ceil (ops.yaml:438 sample 3)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_205(self):
-    """round (ops.yaml:446 sample 0)"""
+    """round (ops.yaml:445 sample 0)"""
     return torch.ops.aten.round(self)
 
 
 def case_206(self):
-    """round (ops.yaml:446 sample 1)"""
+    """round (ops.yaml:445 sample 1)"""
     return torch.ops.aten.round(self)
 
 
 def case_207(self):
-    """round (ops.yaml:446 sample 2)"""
+    """round (ops.yaml:445 sample 2)"""
     return torch.ops.aten.round(self)
 
 
 def case_208(self):
-    """round (ops.yaml:446 sample 3)"""
+    """round (ops.yaml:445 sample 3)"""
     return torch.ops.aten.round(self)
 
 
 def case_209(self):
-    """trunc (ops.yaml:453 sample 0)"""
+    """trunc (ops.yaml:452 sample 0)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_210(self):
-    """trunc (ops.yaml:453 sample 1)"""
+    """trunc (ops.yaml:452 sample 1)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_211(self):
-    """trunc (ops.yaml:453 sample 2)"""
+    """trunc (ops.yaml:452 sample 2)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_212(self):
-    """trunc (ops.yaml:453 sample 3)"""
+    """trunc (ops.yaml:452 sample 3)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_213(self):
-    """leaky_relu (ops.yaml:460 sample 0)"""
+    """leaky_relu (ops.yaml:459 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_214(self):
-    """leaky_relu (ops.yaml:460 sample 1)"""
+    """leaky_relu (ops.yaml:459 sample 1)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_215(self):
-    """leaky_relu (ops.yaml:460 sample 2)"""
+    """leaky_relu (ops.yaml:459 sample 2)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_216(self):
-    """leaky_relu (ops.yaml:460 sample 3)"""
+    """leaky_relu (ops.yaml:459 sample 3)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_217(grad_output, self):
-    """leaky_relu_backward (ops.yaml:468 sample 0)"""
+    """leaky_relu_backward (ops.yaml:467 sample 0)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_218(grad_output, self):
-    """leaky_relu_backward (ops.yaml:468 sample 1)"""
+    """leaky_relu_backward (ops.yaml:467 sample 1)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_219(grad_output, self):
-    """leaky_relu_backward (ops.yaml:468 sample 2)"""
+    """leaky_relu_backward (ops.yaml:467 sample 2)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_220(grad_output, self):
-    """leaky_relu_backward (ops.yaml:468 sample 3)"""
+    """leaky_relu_backward (ops.yaml:467 sample 3)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_221(grad_output, self):
-    """leaky_relu_backward (ops.yaml:468 sample 4)"""
+    """leaky_relu_backward (ops.yaml:467 sample 4)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_222(self):
-    """elu (ops.yaml:479 sample 0)"""
+    """elu (ops.yaml:478 sample 0)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1221,7 +1221,7 @@ def case_222(self):
 
 
 def case_223(self):
-    """elu (ops.yaml:479 sample 1)"""
+    """elu (ops.yaml:478 sample 1)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1229,7 +1229,7 @@ def case_223(self):
 
 
 def case_224(self):
-    """elu (ops.yaml:479 sample 2)"""
+    """elu (ops.yaml:478 sample 2)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1237,7 +1237,7 @@ def case_224(self):
 
 
 def case_225(self):
-    """elu (ops.yaml:479 sample 3)"""
+    """elu (ops.yaml:478 sample 3)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1245,7 +1245,7 @@ def case_225(self):
 
 
 def case_226(grad_output, self):
-    """elu_backward (ops.yaml:487 sample 0)"""
+    """elu_backward (ops.yaml:486 sample 0)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1253,7 +1253,7 @@ def case_226(grad_output, self):
 
 
 def case_227(grad_output, self):
-    """elu_backward (ops.yaml:487 sample 1)"""
+    """elu_backward (ops.yaml:486 sample 1)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1261,7 +1261,7 @@ def case_227(grad_output, self):
 
 
 def case_228(grad_output, self):
-    """elu_backward (ops.yaml:487 sample 2)"""
+    """elu_backward (ops.yaml:486 sample 2)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1269,7 +1269,7 @@ def case_228(grad_output, self):
 
 
 def case_229(grad_output, self):
-    """elu_backward (ops.yaml:487 sample 3)"""
+    """elu_backward (ops.yaml:486 sample 3)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1277,7 +1277,7 @@ def case_229(grad_output, self):
 
 
 def case_230(grad_output, self):
-    """elu_backward (ops.yaml:487 sample 4)"""
+    """elu_backward (ops.yaml:486 sample 4)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1285,534 +1285,534 @@ def case_230(grad_output, self):
 
 
 def case_231(self):
-    """silu (ops.yaml:498 sample 0)"""
+    """silu (ops.yaml:497 sample 0)"""
     return torch.ops.aten.silu(self)
 
 
 def case_232(self):
-    """silu (ops.yaml:498 sample 1)"""
+    """silu (ops.yaml:497 sample 1)"""
     return torch.ops.aten.silu(self)
 
 
 def case_233(self):
-    """silu (ops.yaml:498 sample 2)"""
+    """silu (ops.yaml:497 sample 2)"""
     return torch.ops.aten.silu(self)
 
 
 def case_234(self):
-    """silu (ops.yaml:498 sample 3)"""
+    """silu (ops.yaml:497 sample 3)"""
     return torch.ops.aten.silu(self)
 
 
 def case_235(self):
-    """isnan (ops.yaml:505 sample 0)"""
+    """isnan (ops.yaml:504 sample 0)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_236(self):
-    """isnan (ops.yaml:505 sample 1)"""
+    """isnan (ops.yaml:504 sample 1)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_237(self):
-    """isnan (ops.yaml:505 sample 2)"""
+    """isnan (ops.yaml:504 sample 2)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_238(self):
-    """isnan (ops.yaml:505 sample 3)"""
+    """isnan (ops.yaml:504 sample 3)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_239(self):
-    """isfinite (ops.yaml:514 sample 0)"""
+    """isfinite (ops.yaml:513 sample 0)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_240(self):
-    """isfinite (ops.yaml:514 sample 1)"""
+    """isfinite (ops.yaml:513 sample 1)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_241(self):
-    """isfinite (ops.yaml:514 sample 2)"""
+    """isfinite (ops.yaml:513 sample 2)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_242(self):
-    """isfinite (ops.yaml:514 sample 3)"""
+    """isfinite (ops.yaml:513 sample 3)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_243(self, other):
-    """eq.Tensor (ops.yaml:525 sample 0)"""
+    """eq.Tensor (ops.yaml:524 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_244(self, other):
-    """eq.Tensor (ops.yaml:525 sample 1)"""
+    """eq.Tensor (ops.yaml:524 sample 1)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_245(self, other):
-    """eq.Tensor (ops.yaml:525 sample 2)"""
+    """eq.Tensor (ops.yaml:524 sample 2)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_246(self, other):
-    """eq.Tensor (ops.yaml:525 sample 3)"""
+    """eq.Tensor (ops.yaml:524 sample 3)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_247(self, other):
-    """eq.Tensor (ops.yaml:525 sample 4)"""
+    """eq.Tensor (ops.yaml:524 sample 4)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_248(self):
-    """eq.Scalar (ops.yaml:535 sample 0)"""
+    """eq.Scalar (ops.yaml:534 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_249(self):
-    """eq.Scalar (ops.yaml:535 sample 1)"""
+    """eq.Scalar (ops.yaml:534 sample 1)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_250(self):
-    """eq.Scalar (ops.yaml:535 sample 2)"""
+    """eq.Scalar (ops.yaml:534 sample 2)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_251(self):
-    """eq.Scalar (ops.yaml:535 sample 3)"""
+    """eq.Scalar (ops.yaml:534 sample 3)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_252(self, other):
-    """lt.Tensor (ops.yaml:544 sample 0)"""
+    """lt.Tensor (ops.yaml:543 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_253(self, other):
-    """lt.Tensor (ops.yaml:544 sample 1)"""
+    """lt.Tensor (ops.yaml:543 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_254(self, other):
-    """lt.Tensor (ops.yaml:544 sample 2)"""
+    """lt.Tensor (ops.yaml:543 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_255(self, other):
-    """lt.Tensor (ops.yaml:544 sample 3)"""
+    """lt.Tensor (ops.yaml:543 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_256(self, other):
-    """lt.Tensor (ops.yaml:544 sample 4)"""
+    """lt.Tensor (ops.yaml:543 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_257(self):
-    """lt.Scalar (ops.yaml:554 sample 0)"""
+    """lt.Scalar (ops.yaml:553 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_258(self):
-    """lt.Scalar (ops.yaml:554 sample 1)"""
+    """lt.Scalar (ops.yaml:553 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_259(self):
-    """lt.Scalar (ops.yaml:554 sample 2)"""
+    """lt.Scalar (ops.yaml:553 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_260(self):
-    """lt.Scalar (ops.yaml:554 sample 3)"""
+    """lt.Scalar (ops.yaml:553 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_261(self, other):
-    """gt.Tensor (ops.yaml:563 sample 0)"""
+    """gt.Tensor (ops.yaml:562 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_262(self, other):
-    """gt.Tensor (ops.yaml:563 sample 1)"""
+    """gt.Tensor (ops.yaml:562 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_263(self, other):
-    """gt.Tensor (ops.yaml:563 sample 2)"""
+    """gt.Tensor (ops.yaml:562 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_264(self, other):
-    """gt.Tensor (ops.yaml:563 sample 3)"""
+    """gt.Tensor (ops.yaml:562 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_265(self, other):
-    """gt.Tensor (ops.yaml:563 sample 4)"""
+    """gt.Tensor (ops.yaml:562 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_266(self):
-    """gt.Scalar (ops.yaml:573 sample 0)"""
+    """gt.Scalar (ops.yaml:572 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_267(self):
-    """gt.Scalar (ops.yaml:573 sample 1)"""
+    """gt.Scalar (ops.yaml:572 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_268(self):
-    """gt.Scalar (ops.yaml:573 sample 2)"""
+    """gt.Scalar (ops.yaml:572 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_269(self):
-    """gt.Scalar (ops.yaml:573 sample 3)"""
+    """gt.Scalar (ops.yaml:572 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_270(condition, self, other):
-    """where (ops.yaml:590 sample 0)"""
+    """where (ops.yaml:589 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_271(condition, self, other):
-    """where (ops.yaml:590 sample 1)"""
+    """where (ops.yaml:589 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_272(condition, self, other):
-    """where (ops.yaml:590 sample 2)"""
+    """where (ops.yaml:589 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_273(self, other):
-    """ne.Tensor (ops.yaml:595 sample 0)"""
+    """ne.Tensor (ops.yaml:594 sample 0)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_274(self, other):
-    """ne.Tensor (ops.yaml:595 sample 1)"""
+    """ne.Tensor (ops.yaml:594 sample 1)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_275(self, other):
-    """ne.Tensor (ops.yaml:595 sample 2)"""
+    """ne.Tensor (ops.yaml:594 sample 2)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_276(self, other):
-    """ne.Tensor (ops.yaml:595 sample 3)"""
+    """ne.Tensor (ops.yaml:594 sample 3)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_277(self, other):
-    """ne.Tensor (ops.yaml:595 sample 4)"""
+    """ne.Tensor (ops.yaml:594 sample 4)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_278(self):
-    """ne.Scalar (ops.yaml:605 sample 0)"""
+    """ne.Scalar (ops.yaml:604 sample 0)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_279(self):
-    """ne.Scalar (ops.yaml:605 sample 1)"""
+    """ne.Scalar (ops.yaml:604 sample 1)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_280(self):
-    """ne.Scalar (ops.yaml:605 sample 2)"""
+    """ne.Scalar (ops.yaml:604 sample 2)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_281(self):
-    """ne.Scalar (ops.yaml:605 sample 3)"""
+    """ne.Scalar (ops.yaml:604 sample 3)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_282(self, other):
-    """le.Tensor (ops.yaml:614 sample 0)"""
+    """le.Tensor (ops.yaml:613 sample 0)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_283(self, other):
-    """le.Tensor (ops.yaml:614 sample 1)"""
+    """le.Tensor (ops.yaml:613 sample 1)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_284(self, other):
-    """le.Tensor (ops.yaml:614 sample 2)"""
+    """le.Tensor (ops.yaml:613 sample 2)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_285(self, other):
-    """le.Tensor (ops.yaml:614 sample 3)"""
+    """le.Tensor (ops.yaml:613 sample 3)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_286(self, other):
-    """le.Tensor (ops.yaml:614 sample 4)"""
+    """le.Tensor (ops.yaml:613 sample 4)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_287(self):
-    """le.Scalar (ops.yaml:624 sample 0)"""
+    """le.Scalar (ops.yaml:623 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_288(self):
-    """le.Scalar (ops.yaml:624 sample 1)"""
+    """le.Scalar (ops.yaml:623 sample 1)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_289(self):
-    """le.Scalar (ops.yaml:624 sample 2)"""
+    """le.Scalar (ops.yaml:623 sample 2)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_290(self):
-    """le.Scalar (ops.yaml:624 sample 3)"""
+    """le.Scalar (ops.yaml:623 sample 3)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_291(self, other):
-    """ge.Tensor (ops.yaml:633 sample 0)"""
+    """ge.Tensor (ops.yaml:632 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_292(self, other):
-    """ge.Tensor (ops.yaml:633 sample 1)"""
+    """ge.Tensor (ops.yaml:632 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_293(self, other):
-    """ge.Tensor (ops.yaml:633 sample 2)"""
+    """ge.Tensor (ops.yaml:632 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_294(self, other):
-    """ge.Tensor (ops.yaml:633 sample 3)"""
+    """ge.Tensor (ops.yaml:632 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_295(self, other):
-    """ge.Tensor (ops.yaml:633 sample 4)"""
+    """ge.Tensor (ops.yaml:632 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_296(self):
-    """ge.Scalar (ops.yaml:643 sample 0)"""
+    """ge.Scalar (ops.yaml:642 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_297(self):
-    """ge.Scalar (ops.yaml:643 sample 1)"""
+    """ge.Scalar (ops.yaml:642 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_298(self):
-    """ge.Scalar (ops.yaml:643 sample 2)"""
+    """ge.Scalar (ops.yaml:642 sample 2)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_299(self):
-    """ge.Scalar (ops.yaml:643 sample 3)"""
+    """ge.Scalar (ops.yaml:642 sample 3)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_300(self, other):
-    """logical_and (ops.yaml:652 sample 0)"""
+    """logical_and (ops.yaml:651 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_301(self, other):
-    """logical_and (ops.yaml:652 sample 1)"""
+    """logical_and (ops.yaml:651 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_302(self, other):
-    """logical_and (ops.yaml:652 sample 2)"""
+    """logical_and (ops.yaml:651 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_303(self, other):
-    """logical_and (ops.yaml:652 sample 3)"""
+    """logical_and (ops.yaml:651 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_304(self, other):
-    """logical_and (ops.yaml:652 sample 4)"""
+    """logical_and (ops.yaml:651 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_305(self, other):
-    """logical_or (ops.yaml:662 sample 0)"""
+    """logical_or (ops.yaml:661 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_306(self, other):
-    """logical_or (ops.yaml:662 sample 1)"""
+    """logical_or (ops.yaml:661 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_307(self, other):
-    """logical_or (ops.yaml:662 sample 2)"""
+    """logical_or (ops.yaml:661 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_308(self, other):
-    """logical_or (ops.yaml:662 sample 3)"""
+    """logical_or (ops.yaml:661 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_309(self, other):
-    """logical_or (ops.yaml:662 sample 4)"""
+    """logical_or (ops.yaml:661 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_310(self, other):
-    """logical_xor (ops.yaml:672 sample 0)"""
+    """logical_xor (ops.yaml:671 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_311(self, other):
-    """logical_xor (ops.yaml:672 sample 1)"""
+    """logical_xor (ops.yaml:671 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_312(self, other):
-    """logical_xor (ops.yaml:672 sample 2)"""
+    """logical_xor (ops.yaml:671 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_313(self, other):
-    """logical_xor (ops.yaml:672 sample 3)"""
+    """logical_xor (ops.yaml:671 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_314(self, other):
-    """logical_xor (ops.yaml:672 sample 4)"""
+    """logical_xor (ops.yaml:671 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_315(self):
-    """logical_not (ops.yaml:682 sample 0)"""
+    """logical_not (ops.yaml:681 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_316(self):
-    """logical_not (ops.yaml:682 sample 1)"""
+    """logical_not (ops.yaml:681 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_317(self):
-    """logical_not (ops.yaml:682 sample 2)"""
+    """logical_not (ops.yaml:681 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_318(self):
-    """logical_not (ops.yaml:682 sample 3)"""
+    """logical_not (ops.yaml:681 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_319(self, mask):
-    """masked_fill.Scalar (ops.yaml:698 sample 0)"""
+    """masked_fill.Scalar (ops.yaml:697 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_320(self, mask):
-    """masked_fill.Scalar (ops.yaml:698 sample 1)"""
-    value = -2.0
+    """masked_fill.Scalar (ops.yaml:697 sample 1)"""
+    value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_321(self, mask):
-    """masked_fill.Scalar (ops.yaml:698 sample 2)"""
+    """masked_fill.Scalar (ops.yaml:697 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_322(self, mask):
-    """masked_fill.Scalar (ops.yaml:698 sample 3)"""
+    """masked_fill.Scalar (ops.yaml:697 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_323(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:715 sample 0)"""
+    """masked_fill.Tensor (ops.yaml:714 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_324(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:715 sample 1)"""
+    """masked_fill.Tensor (ops.yaml:714 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_325(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:715 sample 2)"""
+    """masked_fill.Tensor (ops.yaml:714 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_326(self):
-    """sum (ops.yaml:730 sample 0)"""
+    """sum (ops.yaml:729 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_327(self):
-    """sum (ops.yaml:730 sample 1)"""
+    """sum (ops.yaml:729 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_328(self):
-    """sum (ops.yaml:730 sample 2)"""
+    """sum (ops.yaml:729 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_329(self):
-    """sum (ops.yaml:730 sample 3)"""
+    """sum (ops.yaml:729 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_330(self):
-    """sum.dim (ops.yaml:745 sample 0)"""
+    """sum.dim (ops.yaml:744 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
@@ -1820,7 +1820,7 @@ def case_330(self):
 
 
 def case_331(self):
-    """sum.dim (ops.yaml:745 sample 1)"""
+    """sum.dim (ops.yaml:744 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
@@ -1828,7 +1828,7 @@ def case_331(self):
 
 
 def case_332(self):
-    """sum.dim (ops.yaml:745 sample 2)"""
+    """sum.dim (ops.yaml:744 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
@@ -1836,7 +1836,7 @@ def case_332(self):
 
 
 def case_333(self):
-    """sum.dim (ops.yaml:745 sample 3)"""
+    """sum.dim (ops.yaml:744 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
@@ -1844,25 +1844,25 @@ def case_333(self):
 
 
 def case_334(self):
-    """mean (ops.yaml:759 sample 0)"""
+    """mean (ops.yaml:758 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_335(self):
-    """mean (ops.yaml:759 sample 1)"""
+    """mean (ops.yaml:758 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_336(self):
-    """mean (ops.yaml:759 sample 2)"""
+    """mean (ops.yaml:758 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_337(self):
-    """mean.dim (ops.yaml:773 sample 0)"""
+    """mean.dim (ops.yaml:772 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
@@ -1870,7 +1870,7 @@ def case_337(self):
 
 
 def case_338(self):
-    """mean.dim (ops.yaml:773 sample 1)"""
+    """mean.dim (ops.yaml:772 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
@@ -1878,318 +1878,318 @@ def case_338(self):
 
 
 def case_339(self):
-    """amax (ops.yaml:785 sample 0)"""
+    """amax (ops.yaml:784 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_340(self):
-    """amax (ops.yaml:785 sample 1)"""
+    """amax (ops.yaml:784 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_341(self):
-    """amax (ops.yaml:785 sample 2)"""
+    """amax (ops.yaml:784 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_342(self, mat2):
-    """mm (ops.yaml:807 sample 0)"""
+    """mm (ops.yaml:806 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_343(self, mat2):
-    """mm (ops.yaml:807 sample 1)"""
+    """mm (ops.yaml:806 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_344(self, mat2):
-    """mm (ops.yaml:807 sample 2)"""
+    """mm (ops.yaml:806 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_345(self, mat2):
-    """mm (ops.yaml:807 sample 3)"""
+    """mm (ops.yaml:806 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_346(self, other):
-    """matmul (ops.yaml:825 sample 0)"""
+    """matmul (ops.yaml:824 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_347(self, other):
-    """matmul (ops.yaml:825 sample 1)"""
+    """matmul (ops.yaml:824 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_348(self, other):
-    """matmul (ops.yaml:825 sample 2)"""
+    """matmul (ops.yaml:824 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_349(self, other):
-    """matmul (ops.yaml:825 sample 3)"""
+    """matmul (ops.yaml:824 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_350(self, other):
-    """matmul (ops.yaml:825 sample 4)"""
+    """matmul (ops.yaml:824 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_351(self, other):
-    """matmul (ops.yaml:825 sample 5)"""
+    """matmul (ops.yaml:824 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_352(self, other):
-    """matmul (ops.yaml:825 sample 6)"""
+    """matmul (ops.yaml:824 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_353(self, other):
-    """matmul (ops.yaml:825 sample 7)"""
+    """matmul (ops.yaml:824 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_354(self, other):
-    """matmul (ops.yaml:825 sample 8)"""
+    """matmul (ops.yaml:824 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_355(self, other):
-    """matmul (ops.yaml:825 sample 9)"""
+    """matmul (ops.yaml:824 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_356(self, other):
-    """matmul (ops.yaml:825 sample 10)"""
+    """matmul (ops.yaml:824 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_357(self, mat2):
-    """bmm (ops.yaml:855 sample 0)"""
+    """bmm (ops.yaml:854 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_358(self, mat2):
-    """bmm (ops.yaml:855 sample 1)"""
+    """bmm (ops.yaml:854 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_359(self, mat2):
-    """bmm (ops.yaml:855 sample 2)"""
+    """bmm (ops.yaml:854 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_360(self, mat2):
-    """bmm (ops.yaml:855 sample 3)"""
+    """bmm (ops.yaml:854 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_361(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 0)"""
+    """addmm (ops.yaml:881 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_362(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 1)"""
+    """addmm (ops.yaml:881 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_363(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 2)"""
+    """addmm (ops.yaml:881 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_364(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 3)"""
+    """addmm (ops.yaml:881 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_365(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 4)"""
+    """addmm (ops.yaml:881 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_366(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 0)"""
+    """baddbmm (ops.yaml:913 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_367(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 1)"""
+    """baddbmm (ops.yaml:913 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_368(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 2)"""
+    """baddbmm (ops.yaml:913 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_369(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 3)"""
+    """baddbmm (ops.yaml:913 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_370(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 4)"""
+    """baddbmm (ops.yaml:913 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_371(self, tensor):
-    """dot (ops.yaml:935 sample 0)"""
+    """dot (ops.yaml:934 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_372(self, tensor):
-    """dot (ops.yaml:935 sample 1)"""
+    """dot (ops.yaml:934 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_373(self, tensor):
-    """dot (ops.yaml:935 sample 2)"""
+    """dot (ops.yaml:934 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_374(self, vec2):
-    """outer (ops.yaml:952 sample 0)"""
+    """outer (ops.yaml:951 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_375(self, vec2):
-    """outer (ops.yaml:952 sample 1)"""
+    """outer (ops.yaml:951 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_376(self, vec2):
-    """outer (ops.yaml:952 sample 2)"""
+    """outer (ops.yaml:951 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_377(self):
-    """t (ops.yaml:992 sample 0)"""
+    """t (ops.yaml:991 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_378(self):
-    """t (ops.yaml:992 sample 1)"""
+    """t (ops.yaml:991 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_379(self):
-    """transpose (ops.yaml:1003 sample 0)"""
+    """transpose (ops.yaml:1002 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_380(self):
-    """transpose (ops.yaml:1003 sample 1)"""
+    """transpose (ops.yaml:1002 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_381(self):
-    """permute (ops.yaml:1017 sample 0)"""
+    """permute (ops.yaml:1016 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_382(self):
-    """view (ops.yaml:1026 sample 0)"""
+    """view (ops.yaml:1025 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_383(self):
-    """view (ops.yaml:1026 sample 1)"""
+    """view (ops.yaml:1025 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_384(self):
-    """reshape (ops.yaml:1036 sample 0)"""
+    """reshape (ops.yaml:1035 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_385(self):
-    """reshape (ops.yaml:1036 sample 1)"""
+    """reshape (ops.yaml:1035 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_386(self):
-    """expand (ops.yaml:1046 sample 0)"""
+    """expand (ops.yaml:1045 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_387(self):
-    """expand (ops.yaml:1046 sample 1)"""
+    """expand (ops.yaml:1045 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_388(self):
-    """squeeze (ops.yaml:1056 sample 0)"""
+    """squeeze (ops.yaml:1055 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_389(self):
-    """squeeze.dim (ops.yaml:1066 sample 0)"""
+    """squeeze.dim (ops.yaml:1065 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_390(self):
-    """squeeze.dim (ops.yaml:1066 sample 1)"""
+    """squeeze.dim (ops.yaml:1065 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_391(self):
-    """unsqueeze (ops.yaml:1077 sample 0)"""
+    """unsqueeze (ops.yaml:1076 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_392(self):
-    """unsqueeze (ops.yaml:1077 sample 1)"""
+    """unsqueeze (ops.yaml:1076 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_393(self):
-    """slice (ops.yaml:1091 sample 0)"""
+    """slice (ops.yaml:1090 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2198,7 +2198,7 @@ def case_393(self):
 
 
 def case_394(self):
-    """slice (ops.yaml:1091 sample 1)"""
+    """slice (ops.yaml:1090 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2207,26 +2207,26 @@ def case_394(self):
 
 
 def case_395(self):
-    """select (ops.yaml:1102 sample 0)"""
+    """select (ops.yaml:1101 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_396(self):
-    """select (ops.yaml:1102 sample 1)"""
+    """select (ops.yaml:1101 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_397(self):
-    """contiguous (ops.yaml:1112 sample 0)"""
+    """contiguous (ops.yaml:1111 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_398():
-    """zeros (ops.yaml:1132 sample 0)"""
+    """zeros (ops.yaml:1131 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -2234,7 +2234,7 @@ def case_398():
 
 
 def case_399():
-    """ones (ops.yaml:1140 sample 0)"""
+    """ones (ops.yaml:1139 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -2242,7 +2242,7 @@ def case_399():
 
 
 def case_400():
-    """full (ops.yaml:1148 sample 0)"""
+    """full (ops.yaml:1147 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2251,7 +2251,7 @@ def case_400():
 
 
 def case_401():
-    """arange (ops.yaml:1163 sample 0)"""
+    """arange (ops.yaml:1162 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2261,7 +2261,7 @@ def case_401():
 
 
 def case_402():
-    """rand (ops.yaml:1171 sample 0)"""
+    """rand (ops.yaml:1170 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -2269,7 +2269,7 @@ def case_402():
 
 
 def case_403():
-    """randn (ops.yaml:1182 sample 0)"""
+    """randn (ops.yaml:1181 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -2277,13 +2277,13 @@ def case_403():
 
 
 def case_404(self):
-    """sum_to (ops.yaml:1201 sample 0)"""
+    """sum_to (ops.yaml:1200 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_405(self):
-    """sum_to (ops.yaml:1201 sample 1)"""
+    """sum_to (ops.yaml:1200 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2725,786 +2725,786 @@ CASES = [
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="softplus", where="ops.yaml:319 sample 0", fn=case_145, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="softplus", where="ops.yaml:319 sample 1", fn=case_146, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="softplus", where="ops.yaml:319 sample 2", fn=case_147, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="softplus", where="ops.yaml:319 sample 3", fn=case_148, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:327 sample 0", fn=case_149, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:327 sample 1", fn=case_150, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:327 sample 2", fn=case_151, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:327 sample 3", fn=case_152, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:342 sample 0", fn=case_153, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:342 sample 1", fn=case_154, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:342 sample 2", fn=case_155, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:342 sample 3", fn=case_156, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:350 sample 0", fn=case_157, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:350 sample 1", fn=case_158, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:350 sample 2", fn=case_159, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:350 sample 3", fn=case_160, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:357 sample 0", fn=case_161, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:357 sample 1", fn=case_162, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:357 sample 2", fn=case_163, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:357 sample 3", fn=case_164, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:364 sample 0", fn=case_165, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:364 sample 1", fn=case_166, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:364 sample 2", fn=case_167, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:364 sample 3", fn=case_168, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:373 sample 0", fn=case_169, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:373 sample 1", fn=case_170, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:373 sample 2", fn=case_171, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:373 sample 3", fn=case_172, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:382 sample 0", fn=case_173, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:382 sample 1", fn=case_174, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:382 sample 2", fn=case_175, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:382 sample 3", fn=case_176, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:390 sample 0", fn=case_177, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:390 sample 1", fn=case_178, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:390 sample 2", fn=case_179, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:390 sample 3", fn=case_180, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:399 sample 0", fn=case_181, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:399 sample 1", fn=case_182, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:399 sample 2", fn=case_183, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:399 sample 3", fn=case_184, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:408 sample 0", fn=case_185, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:408 sample 1", fn=case_186, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:408 sample 2", fn=case_187, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:408 sample 3", fn=case_188, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:416 sample 0", fn=case_189, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:416 sample 1", fn=case_190, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:416 sample 2", fn=case_191, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:416 sample 3", fn=case_192, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:424 sample 0", fn=case_193, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:424 sample 1", fn=case_194, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:424 sample 2", fn=case_195, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:424 sample 3", fn=case_196, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:432 sample 0", fn=case_197, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:432 sample 1", fn=case_198, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:432 sample 2", fn=case_199, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:432 sample 3", fn=case_200, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:439 sample 0", fn=case_201, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:439 sample 1", fn=case_202, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:439 sample 2", fn=case_203, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:439 sample 3", fn=case_204, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:446 sample 0", fn=case_205, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:446 sample 1", fn=case_206, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:446 sample 2", fn=case_207, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:446 sample 3", fn=case_208, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:453 sample 0", fn=case_209, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:453 sample 1", fn=case_210, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:453 sample 2", fn=case_211, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:453 sample 3", fn=case_212, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:460 sample 0", fn=case_213, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:460 sample 1", fn=case_214, tensors=["self"],
+    dict(op="clone", where="ops.yaml:326 sample 0", fn=case_149, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:326 sample 1", fn=case_150, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:326 sample 2", fn=case_151, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:326 sample 3", fn=case_152, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:341 sample 0", fn=case_153, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:341 sample 1", fn=case_154, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:341 sample 2", fn=case_155, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:341 sample 3", fn=case_156, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:349 sample 0", fn=case_157, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:349 sample 1", fn=case_158, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:349 sample 2", fn=case_159, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:349 sample 3", fn=case_160, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:356 sample 0", fn=case_161, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:356 sample 1", fn=case_162, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:356 sample 2", fn=case_163, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:356 sample 3", fn=case_164, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:363 sample 0", fn=case_165, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:363 sample 1", fn=case_166, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:363 sample 2", fn=case_167, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:363 sample 3", fn=case_168, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:372 sample 0", fn=case_169, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:372 sample 1", fn=case_170, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:372 sample 2", fn=case_171, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:372 sample 3", fn=case_172, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:381 sample 0", fn=case_173, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:381 sample 1", fn=case_174, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:381 sample 2", fn=case_175, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:381 sample 3", fn=case_176, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:389 sample 0", fn=case_177, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:389 sample 1", fn=case_178, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:389 sample 2", fn=case_179, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:389 sample 3", fn=case_180, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:398 sample 0", fn=case_181, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:398 sample 1", fn=case_182, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:398 sample 2", fn=case_183, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:398 sample 3", fn=case_184, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:407 sample 0", fn=case_185, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:407 sample 1", fn=case_186, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:407 sample 2", fn=case_187, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:407 sample 3", fn=case_188, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:415 sample 0", fn=case_189, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:415 sample 1", fn=case_190, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:415 sample 2", fn=case_191, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:415 sample 3", fn=case_192, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:423 sample 0", fn=case_193, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:423 sample 1", fn=case_194, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:423 sample 2", fn=case_195, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:423 sample 3", fn=case_196, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:431 sample 0", fn=case_197, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:431 sample 1", fn=case_198, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:431 sample 2", fn=case_199, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:431 sample 3", fn=case_200, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:438 sample 0", fn=case_201, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:438 sample 1", fn=case_202, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:438 sample 2", fn=case_203, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:438 sample 3", fn=case_204, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:445 sample 0", fn=case_205, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:445 sample 1", fn=case_206, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:445 sample 2", fn=case_207, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:445 sample 3", fn=case_208, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:452 sample 0", fn=case_209, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:452 sample 1", fn=case_210, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:452 sample 2", fn=case_211, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:452 sample 3", fn=case_212, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:459 sample 0", fn=case_213, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:460 sample 2", fn=case_215, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:459 sample 1", fn=case_214, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:460 sample 3", fn=case_216, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:459 sample 2", fn=case_215, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 0", fn=case_217, tensors=["grad_output", "self"],
+    dict(op="leaky_relu", where="ops.yaml:459 sample 3", fn=case_216, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 0", fn=case_217, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 1", fn=case_218, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 1", fn=case_218, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 2", fn=case_219, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 2", fn=case_219, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 3", fn=case_220, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 3", fn=case_220, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 4", fn=case_221, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 4", fn=case_221, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:479 sample 0", fn=case_222, tensors=["self"],
+    dict(op="elu", where="ops.yaml:478 sample 0", fn=case_222, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:479 sample 1", fn=case_223, tensors=["self"],
+    dict(op="elu", where="ops.yaml:478 sample 1", fn=case_223, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:479 sample 2", fn=case_224, tensors=["self"],
+    dict(op="elu", where="ops.yaml:478 sample 2", fn=case_224, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:479 sample 3", fn=case_225, tensors=["self"],
+    dict(op="elu", where="ops.yaml:478 sample 3", fn=case_225, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:487 sample 0", fn=case_226, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:486 sample 0", fn=case_226, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:487 sample 1", fn=case_227, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:486 sample 1", fn=case_227, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:487 sample 2", fn=case_228, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:486 sample 2", fn=case_228, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:487 sample 3", fn=case_229, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:486 sample 3", fn=case_229, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:487 sample 4", fn=case_230, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:486 sample 4", fn=case_230, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:498 sample 0", fn=case_231, tensors=["self"],
+    dict(op="silu", where="ops.yaml:497 sample 0", fn=case_231, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:498 sample 1", fn=case_232, tensors=["self"],
+    dict(op="silu", where="ops.yaml:497 sample 1", fn=case_232, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:498 sample 2", fn=case_233, tensors=["self"],
+    dict(op="silu", where="ops.yaml:497 sample 2", fn=case_233, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:498 sample 3", fn=case_234, tensors=["self"],
+    dict(op="silu", where="ops.yaml:497 sample 3", fn=case_234, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:505 sample 0", fn=case_235, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:504 sample 0", fn=case_235, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:505 sample 1", fn=case_236, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:504 sample 1", fn=case_236, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:505 sample 2", fn=case_237, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:504 sample 2", fn=case_237, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:505 sample 3", fn=case_238, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:504 sample 3", fn=case_238, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:514 sample 0", fn=case_239, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:513 sample 0", fn=case_239, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:514 sample 1", fn=case_240, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:513 sample 1", fn=case_240, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:514 sample 2", fn=case_241, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:513 sample 2", fn=case_241, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:514 sample 3", fn=case_242, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:513 sample 3", fn=case_242, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:525 sample 0", fn=case_243, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:524 sample 0", fn=case_243, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:525 sample 1", fn=case_244, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:524 sample 1", fn=case_244, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:525 sample 2", fn=case_245, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:524 sample 2", fn=case_245, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:525 sample 3", fn=case_246, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:524 sample 3", fn=case_246, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:525 sample 4", fn=case_247, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:524 sample 4", fn=case_247, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:535 sample 0", fn=case_248, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:534 sample 0", fn=case_248, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:535 sample 1", fn=case_249, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:534 sample 1", fn=case_249, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:535 sample 2", fn=case_250, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:534 sample 2", fn=case_250, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:535 sample 3", fn=case_251, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:534 sample 3", fn=case_251, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:544 sample 0", fn=case_252, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:543 sample 0", fn=case_252, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:544 sample 1", fn=case_253, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:543 sample 1", fn=case_253, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:544 sample 2", fn=case_254, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:543 sample 2", fn=case_254, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:544 sample 3", fn=case_255, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:543 sample 3", fn=case_255, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:544 sample 4", fn=case_256, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:543 sample 4", fn=case_256, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:554 sample 0", fn=case_257, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:553 sample 0", fn=case_257, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:554 sample 1", fn=case_258, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:553 sample 1", fn=case_258, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:554 sample 2", fn=case_259, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:553 sample 2", fn=case_259, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:554 sample 3", fn=case_260, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:553 sample 3", fn=case_260, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:563 sample 0", fn=case_261, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:562 sample 0", fn=case_261, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:563 sample 1", fn=case_262, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:562 sample 1", fn=case_262, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:563 sample 2", fn=case_263, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:562 sample 2", fn=case_263, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:563 sample 3", fn=case_264, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:562 sample 3", fn=case_264, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:563 sample 4", fn=case_265, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:562 sample 4", fn=case_265, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:573 sample 0", fn=case_266, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:572 sample 0", fn=case_266, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:573 sample 1", fn=case_267, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:572 sample 1", fn=case_267, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:573 sample 2", fn=case_268, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:572 sample 2", fn=case_268, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:573 sample 3", fn=case_269, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:572 sample 3", fn=case_269, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:590 sample 0", fn=case_270, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:589 sample 0", fn=case_270, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:590 sample 1", fn=case_271, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:589 sample 1", fn=case_271, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:590 sample 2", fn=case_272, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:589 sample 2", fn=case_272, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:595 sample 0", fn=case_273, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:594 sample 0", fn=case_273, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:595 sample 1", fn=case_274, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:594 sample 1", fn=case_274, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:595 sample 2", fn=case_275, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:594 sample 2", fn=case_275, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:595 sample 3", fn=case_276, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:594 sample 3", fn=case_276, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:595 sample 4", fn=case_277, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:594 sample 4", fn=case_277, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:605 sample 0", fn=case_278, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:604 sample 0", fn=case_278, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:605 sample 1", fn=case_279, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:604 sample 1", fn=case_279, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:605 sample 2", fn=case_280, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:604 sample 2", fn=case_280, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:605 sample 3", fn=case_281, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:604 sample 3", fn=case_281, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:614 sample 0", fn=case_282, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:613 sample 0", fn=case_282, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:614 sample 1", fn=case_283, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:613 sample 1", fn=case_283, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:614 sample 2", fn=case_284, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:613 sample 2", fn=case_284, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:614 sample 3", fn=case_285, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:613 sample 3", fn=case_285, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:614 sample 4", fn=case_286, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:613 sample 4", fn=case_286, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:624 sample 0", fn=case_287, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:623 sample 0", fn=case_287, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:624 sample 1", fn=case_288, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:623 sample 1", fn=case_288, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:624 sample 2", fn=case_289, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:623 sample 2", fn=case_289, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:624 sample 3", fn=case_290, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:623 sample 3", fn=case_290, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:633 sample 0", fn=case_291, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:632 sample 0", fn=case_291, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:633 sample 1", fn=case_292, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:632 sample 1", fn=case_292, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:633 sample 2", fn=case_293, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:632 sample 2", fn=case_293, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:633 sample 3", fn=case_294, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:632 sample 3", fn=case_294, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:633 sample 4", fn=case_295, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:632 sample 4", fn=case_295, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:643 sample 0", fn=case_296, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:642 sample 0", fn=case_296, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:643 sample 1", fn=case_297, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:642 sample 1", fn=case_297, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:643 sample 2", fn=case_298, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:642 sample 2", fn=case_298, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:643 sample 3", fn=case_299, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:642 sample 3", fn=case_299, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:652 sample 0", fn=case_300, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:651 sample 0", fn=case_300, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:652 sample 1", fn=case_301, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:651 sample 1", fn=case_301, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:652 sample 2", fn=case_302, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:651 sample 2", fn=case_302, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:652 sample 3", fn=case_303, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:651 sample 3", fn=case_303, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:652 sample 4", fn=case_304, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:651 sample 4", fn=case_304, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:662 sample 0", fn=case_305, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:661 sample 0", fn=case_305, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:662 sample 1", fn=case_306, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:661 sample 1", fn=case_306, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:662 sample 2", fn=case_307, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:661 sample 2", fn=case_307, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:662 sample 3", fn=case_308, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:661 sample 3", fn=case_308, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:662 sample 4", fn=case_309, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:661 sample 4", fn=case_309, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:672 sample 0", fn=case_310, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:671 sample 0", fn=case_310, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:672 sample 1", fn=case_311, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:671 sample 1", fn=case_311, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:672 sample 2", fn=case_312, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:671 sample 2", fn=case_312, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:672 sample 3", fn=case_313, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:671 sample 3", fn=case_313, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:672 sample 4", fn=case_314, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:671 sample 4", fn=case_314, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:682 sample 0", fn=case_315, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:681 sample 0", fn=case_315, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:682 sample 1", fn=case_316, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:681 sample 1", fn=case_316, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:682 sample 2", fn=case_317, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:681 sample 2", fn=case_317, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:682 sample 3", fn=case_318, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:681 sample 3", fn=case_318, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 0", fn=case_319, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 0", fn=case_319, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 1", fn=case_320, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 1", fn=case_320, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 2", fn=case_321, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 2", fn=case_321, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 3", fn=case_322, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 3", fn=case_322, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 0", fn=case_323, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 0", fn=case_323, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 1", fn=case_324, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 1", fn=case_324, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 2", fn=case_325, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 2", fn=case_325, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:730 sample 0", fn=case_326, tensors=["self"],
+    dict(op="sum", where="ops.yaml:729 sample 0", fn=case_326, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:730 sample 1", fn=case_327, tensors=["self"],
+    dict(op="sum", where="ops.yaml:729 sample 1", fn=case_327, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:730 sample 2", fn=case_328, tensors=["self"],
+    dict(op="sum", where="ops.yaml:729 sample 2", fn=case_328, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:730 sample 3", fn=case_329, tensors=["self"],
+    dict(op="sum", where="ops.yaml:729 sample 3", fn=case_329, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:745 sample 0", fn=case_330, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:744 sample 0", fn=case_330, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:745 sample 1", fn=case_331, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:744 sample 1", fn=case_331, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:745 sample 2", fn=case_332, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:744 sample 2", fn=case_332, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:745 sample 3", fn=case_333, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:744 sample 3", fn=case_333, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:759 sample 0", fn=case_334, tensors=["self"],
+    dict(op="mean", where="ops.yaml:758 sample 0", fn=case_334, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:759 sample 1", fn=case_335, tensors=["self"],
+    dict(op="mean", where="ops.yaml:758 sample 1", fn=case_335, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:759 sample 2", fn=case_336, tensors=["self"],
+    dict(op="mean", where="ops.yaml:758 sample 2", fn=case_336, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:773 sample 0", fn=case_337, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:772 sample 0", fn=case_337, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:773 sample 1", fn=case_338, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:772 sample 1", fn=case_338, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:785 sample 0", fn=case_339, tensors=["self"],
+    dict(op="amax", where="ops.yaml:784 sample 0", fn=case_339, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:785 sample 1", fn=case_340, tensors=["self"],
+    dict(op="amax", where="ops.yaml:784 sample 1", fn=case_340, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:785 sample 2", fn=case_341, tensors=["self"],
+    dict(op="amax", where="ops.yaml:784 sample 2", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 0", fn=case_342, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:806 sample 0", fn=case_342, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 1", fn=case_343, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:806 sample 1", fn=case_343, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 2", fn=case_344, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:806 sample 2", fn=case_344, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 3", fn=case_345, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:806 sample 3", fn=case_345, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 0", fn=case_346, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 0", fn=case_346, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 1", fn=case_347, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 1", fn=case_347, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 2", fn=case_348, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 2", fn=case_348, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 3", fn=case_349, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 3", fn=case_349, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 4", fn=case_350, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 4", fn=case_350, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 5", fn=case_351, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 5", fn=case_351, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 6", fn=case_352, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 6", fn=case_352, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 7", fn=case_353, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 7", fn=case_353, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 8", fn=case_354, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 8", fn=case_354, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 9", fn=case_355, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 9", fn=case_355, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 10", fn=case_356, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:824 sample 10", fn=case_356, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 0", fn=case_357, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:854 sample 0", fn=case_357, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 1", fn=case_358, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:854 sample 1", fn=case_358, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 2", fn=case_359, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:854 sample 2", fn=case_359, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 3", fn=case_360, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:854 sample 3", fn=case_360, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:881 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:881 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:881 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:881 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:881 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:913 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:913 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:913 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:913 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:913 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 0", fn=case_371, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:934 sample 0", fn=case_371, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 1", fn=case_372, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:934 sample 1", fn=case_372, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 2", fn=case_373, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:934 sample 2", fn=case_373, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 0", fn=case_374, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:951 sample 0", fn=case_374, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 1", fn=case_375, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:951 sample 1", fn=case_375, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 2", fn=case_376, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:951 sample 2", fn=case_376, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:992 sample 0", fn=case_377, tensors=["self"],
+    dict(op="t", where="ops.yaml:991 sample 0", fn=case_377, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:992 sample 1", fn=case_378, tensors=["self"],
+    dict(op="t", where="ops.yaml:991 sample 1", fn=case_378, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 0", fn=case_379, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1002 sample 0", fn=case_379, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 1", fn=case_380, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1002 sample 1", fn=case_380, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1017 sample 0", fn=case_381, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1016 sample 0", fn=case_381, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 0", fn=case_382, tensors=["self"],
+    dict(op="view", where="ops.yaml:1025 sample 0", fn=case_382, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 1", fn=case_383, tensors=["self"],
+    dict(op="view", where="ops.yaml:1025 sample 1", fn=case_383, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 0", fn=case_384, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1035 sample 0", fn=case_384, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 1", fn=case_385, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1035 sample 1", fn=case_385, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 0", fn=case_386, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1045 sample 0", fn=case_386, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 1", fn=case_387, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1045 sample 1", fn=case_387, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1056 sample 0", fn=case_388, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1055 sample 0", fn=case_388, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 0", fn=case_389, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1065 sample 0", fn=case_389, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 1", fn=case_390, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1065 sample 1", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 0", fn=case_391, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1076 sample 0", fn=case_391, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 1", fn=case_392, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1076 sample 1", fn=case_392, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 0", fn=case_393, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1090 sample 0", fn=case_393, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 1", fn=case_394, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1090 sample 1", fn=case_394, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 0", fn=case_395, tensors=["self"],
+    dict(op="select", where="ops.yaml:1101 sample 0", fn=case_395, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 1", fn=case_396, tensors=["self"],
+    dict(op="select", where="ops.yaml:1101 sample 1", fn=case_396, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1112 sample 0", fn=case_397, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1111 sample 0", fn=case_397, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1132 sample 0", fn=case_398, tensors=[],
+    dict(op="zeros", where="ops.yaml:1131 sample 0", fn=case_398, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1140 sample 0", fn=case_399, tensors=[],
+    dict(op="ones", where="ops.yaml:1139 sample 0", fn=case_399, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1148 sample 0", fn=case_400, tensors=[],
+    dict(op="full", where="ops.yaml:1147 sample 0", fn=case_400, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1163 sample 0", fn=case_401, tensors=[],
+    dict(op="arange", where="ops.yaml:1162 sample 0", fn=case_401, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1171 sample 0", fn=case_402, tensors=[],
+    dict(op="rand", where="ops.yaml:1170 sample 0", fn=case_402, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1182 sample 0", fn=case_403, tensors=[],
+    dict(op="randn", where="ops.yaml:1181 sample 0", fn=case_403, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1201 sample 0", fn=case_404, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1200 sample 0", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1201 sample 1", fn=case_405, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1200 sample 1", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -179,3 +179,41 @@ Test(pointwise, loop_paths_agree)
     yt_release(r);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Scalars that do not fit the dtype are refused, as PyTorch's Scalar::to<T>(); into u8,
+ * integers down to -255 wrap (two's complement), and bool takes anything. */
+Test(pointwise, scalars_must_fit_the_dtype)
+{
+    yt_tensor *mask = vec((double[]){1, 0, 1}, 3, YT_DTYPE_BOOL);
+    yt_tensor *u8 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_U8);
+    cr_assert_null(yt_masked_fill(u8, mask, yt_float(-2.0)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "masked_fill: value=-2 cannot be converted to u8 without overflow");
+    cr_assert_null(yt_masked_fill(u8, mask, yt_int(256)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=256 cannot be converted to u8");
+    expect(yt_masked_fill(u8, mask, yt_int(-1)), (double[]){255, 2, 255}, 3, "u8 -1");
+    yt_tensor *i8 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_I8);
+    cr_assert_null(yt_masked_fill(i8, mask, yt_int(128)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=128 cannot be converted to i8");
+    cr_assert_null(yt_masked_fill(i8, mask, yt_float(NAN)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=nan cannot be converted to i8");
+    cr_assert_null(yt_clamp_max(i8, yt_int(600)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "clamp_max: max=600 cannot be converted to i8");
+    cr_assert_null(yt_add_ex(i8, i8, yt_int(300)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha=300 cannot be converted to i8");
+    expect(yt_masked_fill(i8, mask, yt_float(-1.5)), (double[]){-1, 2, -1}, 3, "i8 -1.5");
+    yt_tensor *f16 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_F16);
+    cr_assert_null(yt_masked_fill(f16, mask, yt_float(65519)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=65519 cannot be converted to f16");
+    expect(yt_masked_fill(f16, mask, yt_float(INFINITY)), (double[]){INFINITY, 2, INFINITY}, 3,
+           "f16 inf");
+    expect(yt_masked_fill(mask, mask, yt_float(-2.5)), (double[]){1, 0, 1}, 3, "bool");
+    /* u8 scalars wrap before comparing, as PyTorch converts -1 to 255 */
+    expect(yt_lt_scalar(u8, yt_int(-1)), (double[]){1, 1, 1}, 3, "u8 < -1");
+    expect(yt_clamp_max(u8, yt_int(-1)), (double[]){1, 2, 3}, 3, "u8 clamp_max -1");
+    yt_release(f16);
+    yt_release(i8);
+    yt_release(u8);
+    yt_release(mask);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -907,7 +907,7 @@ YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
                                     yt_scalar threshold);
 
-/* ---- clone (ops.yaml:327) */
+/* ---- clone (ops.yaml:326) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -922,7 +922,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:334) */
+/* ---- to.dtype (ops.yaml:333) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -930,7 +930,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- abs (ops.yaml:342) */
+/* ---- abs (ops.yaml:341) */
 
 /* abs(Tensor self) -> Tensor
  * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
@@ -952,7 +952,7 @@ YT_API yt_status yt_abs_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sign (ops.yaml:350) */
+/* ---- sign (ops.yaml:349) */
 
 /* sign(Tensor self) -> Tensor
  * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
@@ -974,7 +974,7 @@ YT_API yt_status yt_sign_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- square (ops.yaml:357) */
+/* ---- square (ops.yaml:356) */
 
 /* square(Tensor self) -> Tensor
  * Each element times itself.
@@ -996,7 +996,7 @@ YT_API yt_status yt_square_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- reciprocal (ops.yaml:364) */
+/* ---- reciprocal (ops.yaml:363) */
 
 /* reciprocal(Tensor self) -> Tensor
  * 1 / self elementwise; integer inputs give a floating result.
@@ -1018,7 +1018,7 @@ YT_API yt_status yt_reciprocal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- rsqrt (ops.yaml:373) */
+/* ---- rsqrt (ops.yaml:372) */
 
 /* rsqrt(Tensor self) -> Tensor
  * 1 / sqrt(self) elementwise.
@@ -1040,7 +1040,7 @@ YT_API yt_status yt_rsqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- expm1 (ops.yaml:382) */
+/* ---- expm1 (ops.yaml:381) */
 
 /* expm1(Tensor self) -> Tensor
  * exp(self) - 1, accurate near zero.
@@ -1062,7 +1062,7 @@ YT_API yt_status yt_expm1_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log1p (ops.yaml:390) */
+/* ---- log1p (ops.yaml:389) */
 
 /* log1p(Tensor self) -> Tensor
  * log(1 + self), accurate near zero.
@@ -1084,7 +1084,7 @@ YT_API yt_status yt_log1p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log2 (ops.yaml:399) */
+/* ---- log2 (ops.yaml:398) */
 
 /* log2(Tensor self) -> Tensor
  * Base-2 logarithm of each element.
@@ -1106,7 +1106,7 @@ YT_API yt_status yt_log2_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sin (ops.yaml:408) */
+/* ---- sin (ops.yaml:407) */
 
 /* sin(Tensor self) -> Tensor
  * Sine of each element (radians).
@@ -1128,7 +1128,7 @@ YT_API yt_status yt_sin_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- cos (ops.yaml:416) */
+/* ---- cos (ops.yaml:415) */
 
 /* cos(Tensor self) -> Tensor
  * Cosine of each element (radians).
@@ -1150,7 +1150,7 @@ YT_API yt_status yt_cos_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- erf (ops.yaml:424) */
+/* ---- erf (ops.yaml:423) */
 
 /* erf(Tensor self) -> Tensor
  * The error function of each element.
@@ -1172,7 +1172,7 @@ YT_API yt_status yt_erf_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- floor (ops.yaml:432) */
+/* ---- floor (ops.yaml:431) */
 
 /* floor(Tensor self) -> Tensor
  * The largest integer not above each element (integers are unchanged).
@@ -1194,7 +1194,7 @@ YT_API yt_status yt_floor_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- ceil (ops.yaml:439) */
+/* ---- ceil (ops.yaml:438) */
 
 /* ceil(Tensor self) -> Tensor
  * The smallest integer not below each element (integers are unchanged).
@@ -1216,7 +1216,7 @@ YT_API yt_status yt_ceil_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- round (ops.yaml:446) */
+/* ---- round (ops.yaml:445) */
 
 /* round(Tensor self) -> Tensor
  * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
@@ -1238,7 +1238,7 @@ YT_API yt_status yt_round_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- trunc (ops.yaml:453) */
+/* ---- trunc (ops.yaml:452) */
 
 /* trunc(Tensor self) -> Tensor
  * Each element rounded toward zero.
@@ -1260,7 +1260,7 @@ YT_API yt_status yt_trunc_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- leaky_relu (ops.yaml:460) */
+/* ---- leaky_relu (ops.yaml:459) */
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
  * self where positive, else self * negative_slope; NaN stays NaN.
@@ -1305,7 +1305,7 @@ YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
 
-/* ---- leaky_relu_backward (ops.yaml:468) */
+/* ---- leaky_relu_backward (ops.yaml:467) */
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
  * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
@@ -1314,7 +1314,7 @@ YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
                                          yt_scalar negative_slope);
 
-/* ---- elu (ops.yaml:479) */
+/* ---- elu (ops.yaml:478) */
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
  * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
@@ -1362,7 +1362,7 @@ YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
                                yt_scalar input_scale);
 
-/* ---- elu_backward (ops.yaml:487) */
+/* ---- elu_backward (ops.yaml:486) */
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
  * Gradient of elu with respect to its input `self`.
@@ -1371,7 +1371,7 @@ YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha,
 YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                                   yt_scalar input_scale, yt_tensor *self);
 
-/* ---- silu (ops.yaml:498) */
+/* ---- silu (ops.yaml:497) */
 
 /* silu(Tensor self) -> Tensor
  * self * sigmoid(self) elementwise (swish).
@@ -1393,7 +1393,7 @@ YT_API yt_status yt_silu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- isnan (ops.yaml:505) */
+/* ---- isnan (ops.yaml:504) */
 
 /* isnan(Tensor self) -> Tensor
  * True where an element is NaN.
@@ -1401,7 +1401,7 @@ YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isnan(yt_tensor *self);
 
-/* ---- isfinite (ops.yaml:514) */
+/* ---- isfinite (ops.yaml:513) */
 
 /* isfinite(Tensor self) -> Tensor
  * True where an element is neither infinite nor NaN (always true for integers and bool).
@@ -1409,7 +1409,7 @@ YT_API yt_tensor *yt_isnan(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isfinite(yt_tensor *self);
 
-/* ---- eq.Tensor (ops.yaml:525) */
+/* ---- eq.Tensor (ops.yaml:524) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -1424,7 +1424,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:535) */
+/* ---- eq.Scalar (ops.yaml:534) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -1439,7 +1439,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:544) */
+/* ---- lt.Tensor (ops.yaml:543) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -1454,7 +1454,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:554) */
+/* ---- lt.Scalar (ops.yaml:553) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -1469,7 +1469,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:563) */
+/* ---- gt.Tensor (ops.yaml:562) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -1484,7 +1484,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:573) */
+/* ---- gt.Scalar (ops.yaml:572) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -1499,7 +1499,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:582) */
+/* ---- where (ops.yaml:581) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -1515,7 +1515,7 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- ne.Tensor (ops.yaml:595) */
+/* ---- ne.Tensor (ops.yaml:594) */
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self != other` as a bool tensor.
@@ -1530,7 +1530,7 @@ YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ne.Scalar (ops.yaml:605) */
+/* ---- ne.Scalar (ops.yaml:604) */
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self != other` against a number, as a bool tensor.
@@ -1545,7 +1545,7 @@ YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- le.Tensor (ops.yaml:614) */
+/* ---- le.Tensor (ops.yaml:613) */
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self <= other` as a bool tensor.
@@ -1560,7 +1560,7 @@ YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- le.Scalar (ops.yaml:624) */
+/* ---- le.Scalar (ops.yaml:623) */
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self <= other` against a number, as a bool tensor.
@@ -1575,7 +1575,7 @@ YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- ge.Tensor (ops.yaml:633) */
+/* ---- ge.Tensor (ops.yaml:632) */
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self >= other` as a bool tensor.
@@ -1590,7 +1590,7 @@ YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ge.Scalar (ops.yaml:643) */
+/* ---- ge.Scalar (ops.yaml:642) */
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self >= other` against a number, as a bool tensor.
@@ -1605,7 +1605,7 @@ YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- logical_and (ops.yaml:652) */
+/* ---- logical_and (ops.yaml:651) */
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
  * True where both are nonzero, with broadcasting.
@@ -1620,7 +1620,7 @@ YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_or (ops.yaml:662) */
+/* ---- logical_or (ops.yaml:661) */
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
  * True where either is nonzero, with broadcasting.
@@ -1635,7 +1635,7 @@ YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_xor (ops.yaml:672) */
+/* ---- logical_xor (ops.yaml:671) */
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
  * True where exactly one is nonzero, with broadcasting.
@@ -1650,7 +1650,7 @@ YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_not (ops.yaml:682) */
+/* ---- logical_not (ops.yaml:681) */
 
 /* logical_not(Tensor self) -> Tensor
  * True where an element is zero.
@@ -1665,22 +1665,24 @@ YT_API yt_tensor *yt_logical_not(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- masked_fill.Scalar (ops.yaml:691) */
+/* ---- masked_fill.Scalar (ops.yaml:690) */
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
+ * (into u8, integers down to -255 wrap).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
+ * (into u8, integers down to -255 wrap).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
-/* ---- masked_fill.Tensor (ops.yaml:704) */
+/* ---- masked_fill.Tensor (ops.yaml:703) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
  * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
@@ -1695,7 +1697,7 @@ YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_ten
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:722) */
+/* ---- sum (ops.yaml:721) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -1710,7 +1712,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:736) */
+/* ---- sum.dim (ops.yaml:735) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1742,7 +1744,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:751) */
+/* ---- mean (ops.yaml:750) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -1757,7 +1759,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:764) */
+/* ---- mean.dim (ops.yaml:763) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1789,7 +1791,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:777) */
+/* ---- amax (ops.yaml:776) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -1824,7 +1826,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:792) */
+/* ---- mm (ops.yaml:791) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -1841,7 +1843,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:813) */
+/* ---- matmul (ops.yaml:812) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -1850,7 +1852,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:838) */
+/* ---- bmm (ops.yaml:837) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -1867,7 +1869,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:861) */
+/* ---- addmm (ops.yaml:860) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -1903,7 +1905,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:889) */
+/* ---- baddbmm (ops.yaml:888) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -1940,7 +1942,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:921) */
+/* ---- dot (ops.yaml:920) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -1948,7 +1950,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:940) */
+/* ---- outer (ops.yaml:939) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -1956,7 +1958,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:983) */
+/* ---- t (ops.yaml:982) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -1964,7 +1966,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:996) */
+/* ---- transpose (ops.yaml:995) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -1972,7 +1974,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1007) */
+/* ---- permute (ops.yaml:1006) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -1981,7 +1983,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1020) */
+/* ---- view (ops.yaml:1019) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1990,7 +1992,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1030) */
+/* ---- reshape (ops.yaml:1029) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -1998,7 +2000,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1040) */
+/* ---- expand (ops.yaml:1039) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2006,7 +2008,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1050) */
+/* ---- squeeze (ops.yaml:1049) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2014,7 +2016,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1059) */
+/* ---- squeeze.dim (ops.yaml:1058) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2022,7 +2024,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1070) */
+/* ---- unsqueeze (ops.yaml:1069) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2030,7 +2032,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1081) */
+/* ---- slice (ops.yaml:1080) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2048,7 +2050,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1095) */
+/* ---- select (ops.yaml:1094) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2056,7 +2058,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1106) */
+/* ---- contiguous (ops.yaml:1105) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2064,7 +2066,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:1132) */
+/* ---- zeros (ops.yaml:1131) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2079,7 +2081,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1140) */
+/* ---- ones (ops.yaml:1139) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2094,7 +2096,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1148) */
+/* ---- full (ops.yaml:1147) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -2110,7 +2112,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1156) */
+/* ---- zeros_like (ops.yaml:1155) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2118,7 +2120,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1163) */
+/* ---- arange (ops.yaml:1162) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -2134,7 +2136,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1171) */
+/* ---- rand (ops.yaml:1170) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -2149,7 +2151,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1182) */
+/* ---- randn (ops.yaml:1181) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -2164,7 +2166,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1195) */
+/* ---- sum_to (ops.yaml:1194) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2172,7 +2174,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1206) */
+/* ---- sum_backward (ops.yaml:1205) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2181,7 +2183,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1213) */
+/* ---- mean_backward (ops.yaml:1212) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2190,7 +2192,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1220) */
+/* ---- amax_backward (ops.yaml:1219) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2199,7 +2201,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1227) */
+/* ---- permute_backward (ops.yaml:1226) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2207,7 +2209,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1234) */
+/* ---- pow_backward (ops.yaml:1233) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2215,7 +2217,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1241) */
+/* ---- pow_backward_self (ops.yaml:1240) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2223,7 +2225,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1248) */
+/* ---- pow_backward_exponent (ops.yaml:1247) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2232,7 +2234,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1255) */
+/* ---- slice_backward (ops.yaml:1254) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2242,7 +2244,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1263) */
+/* ---- select_backward (ops.yaml:1262) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
