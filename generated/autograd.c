@@ -1879,6 +1879,778 @@ yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_sca
     return status;
 }
 
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:322:
+ *   self: sum_to(div_rounding_backward(grad / other, rounding_mode), self.shape)
+ *   other: sum_to(div_rounding_backward(-grad * self / (other * other), rounding_mode), other.shape)
+ */
+typedef struct div_tensor_mode_node {
+    yt_node base;              /* must be first */
+    yt_saved other;            /* used by: self, other */
+    const char *rounding_mode; /* used by: self, other */
+    yt_shape self_shape;       /* used by: self */
+    yt_saved self;             /* used by: other */
+    yt_shape other_shape;      /* used by: other */
+} div_tensor_mode_node;
+
+static yt_status
+div_tensor_mode_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_tensor_mode_node *node = (div_tensor_mode_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_div(grads[0], other);
+        yt_tensor *t1 = yt_div_rounding_backward(t0, node->rounding_mode);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t1 = yt_mul(t0, self);
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t2 = yt_mul(other, other);
+        yt_tensor *t3 = yt_div(t1, t2);
+        yt_tensor *t4 = yt_div_rounding_backward(t3, node->rounding_mode);
+        out[1] = yt_sum_to(t4, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_tensor_mode_release_saved(yt_node *node_)
+{
+    div_tensor_mode_node *node = (div_tensor_mode_node *)node_;
+    yt__saved_release(&node->other);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind div_tensor_mode_node_kind = {
+    .name = "DivTensorModeBackward",
+    .op_name = "div",
+    .size = sizeof(div_tensor_mode_node),
+    .backward = div_tensor_mode_backward,
+    .release_saved = div_tensor_mode_release_saved,
+};
+
+yt_status
+yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                           const char *rounding_mode)
+{
+    div_tensor_mode_node *node =
+        (div_tensor_mode_node *)yt__node_new(&div_tensor_mode_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    node->rounding_mode = rounding_mode;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:326:
+ *   self: div_rounding_backward(grad / other, rounding_mode)
+ */
+typedef struct div_scalar_mode_node {
+    yt_node base;              /* must be first */
+    yt_scalar other;           /* used by: self */
+    const char *rounding_mode; /* used by: self */
+} div_scalar_mode_node;
+
+static yt_status
+div_scalar_mode_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_scalar_mode_node *node = (div_scalar_mode_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_div_scalar(grads[0], node->other);
+        out[0] = yt_div_rounding_backward(t0, node->rounding_mode);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_scalar_mode_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind div_scalar_mode_node_kind = {
+    .name = "DivScalarModeBackward",
+    .op_name = "div",
+    .size = sizeof(div_scalar_mode_node),
+    .backward = div_scalar_mode_backward,
+    .release_saved = div_scalar_mode_release_saved,
+};
+
+yt_status
+yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                           const char *rounding_mode)
+{
+    div_scalar_mode_node *node =
+        (div_scalar_mode_node *)yt__node_new(&div_scalar_mode_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->other = other;
+    node->rounding_mode = rounding_mode;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * backward, from derivatives.yaml:332:
+ *   self: clamp_backward(grad, self, min, max)
+ */
+typedef struct clamp_node {
+    yt_node base;   /* must be first */
+    yt_saved self;  /* used by: self */
+    bool min_given; /* min is not None */
+    yt_scalar min;  /* used by: self */
+    bool max_given; /* max is not None */
+    yt_scalar max;  /* used by: self */
+} clamp_node;
+
+static yt_status
+clamp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_node *node = (clamp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_clamp_backward(grads[0], self, (node->min_given ? &node->min : NULL),
+                                   (node->max_given ? &node->max : NULL));
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_release_saved(yt_node *node_)
+{
+    clamp_node *node = (clamp_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_node_kind = {
+    .name = "ClampBackward",
+    .op_name = "clamp",
+    .size = sizeof(clamp_node),
+    .backward = clamp_backward,
+    .release_saved = clamp_release_saved,
+};
+
+yt_status
+yt__record_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    clamp_node *node = (clamp_node *)yt__node_new(&clamp_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min_given = min != NULL;
+    if (min != NULL)
+        node->min = *min;
+    node->max_given = max != NULL;
+    if (max != NULL)
+        node->max = *max;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * backward, from derivatives.yaml:335:
+ *   self: sum_to(clamp_tensor_backward(grad, self, min, max), self.shape)
+ *   min: sum_to(clamp_tensor_backward_min(grad, self, min, max), min.shape)
+ *   max: sum_to(clamp_tensor_backward_max(grad, self, min, max), max.shape)
+ */
+typedef struct clamp_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, min, max */
+    yt_saved min;        /* used by: self, min, max */
+    yt_saved max;        /* used by: self, min, max */
+    yt_shape self_shape; /* used by: self */
+    yt_shape min_shape;  /* used by: min */
+    yt_shape max_shape;  /* used by: max */
+} clamp_tensor_node;
+
+static yt_status
+clamp_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_min(grads[0], self, min, max);
+        out[1] = yt_sum_to(t0, node->min_shape.sizes, node->min_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_max(grads[0], self, min, max);
+        out[2] = yt_sum_to(t0, node->max_shape.sizes, node->max_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_release_saved(yt_node *node_)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_node_kind = {
+    .name = "ClampTensorBackward",
+    .op_name = "clamp",
+    .size = sizeof(clamp_tensor_node),
+    .backward = clamp_tensor_backward,
+    .release_saved = clamp_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)yt__node_new(&clamp_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, min);
+    yt__node_set_edge(&node->base, 2, max);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (min != NULL) /* an absent Tensor? has no shape (its formula does not run) */
+        yt__shape_of(&node->min_shape, min);
+    if (max != NULL) /* an absent Tensor? has no shape (its formula does not run) */
+        yt__shape_of(&node->max_shape, max);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * backward, from derivatives.yaml:340:
+ *   grad_output: sum_to(clamp_backward(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ */
+typedef struct clamp_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    bool min_given;             /* min is not None */
+    yt_scalar min;              /* used by: grad_output */
+    bool max_given;             /* max is not None */
+    yt_scalar max;              /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_backward_node;
+
+static yt_status
+clamp_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_backward_node *node = (clamp_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_clamp_backward(grads[0], self, (node->min_given ? &node->min : NULL),
+                                          (node->max_given ? &node->max : NULL));
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_backward_release_saved(yt_node *node_)
+{
+    clamp_backward_node *node = (clamp_backward_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_backward_node_kind = {
+    .name = "ClampBackwardBackward",
+    .op_name = "clamp_backward",
+    .size = sizeof(clamp_backward_node),
+    .backward = clamp_backward_backward,
+    .release_saved = clamp_backward_release_saved,
+};
+
+yt_status
+yt__record_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                          const yt_scalar *min, const yt_scalar *max)
+{
+    clamp_backward_node *node =
+        (clamp_backward_node *)yt__node_new(&clamp_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min_given = min != NULL;
+    if (min != NULL)
+        node->min = *min;
+    node->max_given = max != NULL;
+    if (max != NULL)
+        node->max = *max;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * backward, from derivatives.yaml:344:
+ *   grad_output: sum_to(clamp_tensor_backward(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_node;
+
+static yt_status
+clamp_tensor_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_node *node = (clamp_tensor_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_node *node = (clamp_tensor_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_node_kind = {
+    .name = "ClampTensorBackwardBackward",
+    .op_name = "clamp_tensor_backward",
+    .size = sizeof(clamp_tensor_backward_node),
+    .backward = clamp_tensor_backward_backward,
+    .release_saved = clamp_tensor_backward_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                 yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_node *node =
+        (clamp_tensor_backward_node *)yt__node_new(&clamp_tensor_backward_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * backward, from derivatives.yaml:350:
+ *   grad_output: sum_to(clamp_tensor_backward_min(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_min_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_min_node;
+
+static yt_status
+clamp_tensor_backward_min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_min_node *node = (clamp_tensor_backward_min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_min(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_min_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_min_node *node = (clamp_tensor_backward_min_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_min_node_kind = {
+    .name = "ClampTensorBackwardMinBackward",
+    .op_name = "clamp_tensor_backward_min",
+    .size = sizeof(clamp_tensor_backward_min_node),
+    .backward = clamp_tensor_backward_min_backward,
+    .release_saved = clamp_tensor_backward_min_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                     yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_min_node *node =
+        (clamp_tensor_backward_min_node *)yt__node_new(&clamp_tensor_backward_min_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * backward, from derivatives.yaml:356:
+ *   grad_output: sum_to(clamp_tensor_backward_max(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_max_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_max_node;
+
+static yt_status
+clamp_tensor_backward_max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_max_node *node = (clamp_tensor_backward_max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_max(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_max_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_max_node *node = (clamp_tensor_backward_max_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_max_node_kind = {
+    .name = "ClampTensorBackwardMaxBackward",
+    .op_name = "clamp_tensor_backward_max",
+    .size = sizeof(clamp_tensor_backward_max_node),
+    .backward = clamp_tensor_backward_max_backward,
+    .release_saved = clamp_tensor_backward_max_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                     yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_max_node *node =
+        (clamp_tensor_backward_max_node *)yt__node_new(&clamp_tensor_backward_max_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:329:
+ *   grad_output: div_rounding_backward(grad, rounding_mode)
+ */
+typedef struct div_rounding_backward_node {
+    yt_node base;              /* must be first */
+    const char *rounding_mode; /* used by: grad_output */
+} div_rounding_backward_node;
+
+static yt_status
+div_rounding_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_rounding_backward_node *node = (div_rounding_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_div_rounding_backward(grads[0], node->rounding_mode);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_rounding_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind div_rounding_backward_node_kind = {
+    .name = "DivRoundingBackwardBackward",
+    .op_name = "div_rounding_backward",
+    .size = sizeof(div_rounding_backward_node),
+    .backward = div_rounding_backward_backward,
+    .release_saved = div_rounding_backward_release_saved,
+};
+
+yt_status
+yt__record_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output,
+                                 const char *rounding_mode)
+{
+    div_rounding_backward_node *node =
+        (div_rounding_backward_node *)yt__node_new(&div_rounding_backward_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    node->rounding_mode = rounding_mode;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
  * backward, from derivatives.yaml:49:
  *   self: grad * result
@@ -3575,6 +4347,202 @@ yt__record_silu(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * backward, from derivatives.yaml:362:
+ *   self: gelu_backward(grad, self, approximate=approximate)
+ */
+typedef struct gelu_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    const char *approximate; /* used by: self */
+} gelu_node;
+
+static yt_status
+gelu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gelu_node *node = (gelu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_gelu_backward_ex(grads[0], self, node->approximate);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gelu_release_saved(yt_node *node_)
+{
+    gelu_node *node = (gelu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind gelu_node_kind = {
+    .name = "GeluBackward",
+    .op_name = "gelu",
+    .size = sizeof(gelu_node),
+    .backward = gelu_backward,
+    .release_saved = gelu_release_saved,
+};
+
+yt_status
+yt__record_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
+{
+    gelu_node *node = (gelu_node *)yt__node_new(&gelu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->approximate = approximate;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * backward, from derivatives.yaml:365:
+ *   grad_output: sum_to(gelu_backward(grad, self, approximate=approximate), grad_output.shape)
+ *   self: sum_to(gelu_double_backward(grad, grad_output, self, approximate), self.shape)
+ */
+typedef struct gelu_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    const char *approximate;    /* used by: grad_output, self */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: self */
+    yt_shape self_shape;        /* used by: self */
+} gelu_backward_node;
+
+static yt_status
+gelu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gelu_backward_node *node = (gelu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gelu_backward_ex(grads[0], self, node->approximate);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gelu_double_backward(grads[0], grad_output, self, node->approximate);
+        out[1] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gelu_backward_release_saved(yt_node *node_)
+{
+    gelu_backward_node *node = (gelu_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind gelu_backward_node_kind = {
+    .name = "GeluBackwardBackward",
+    .op_name = "gelu_backward",
+    .size = sizeof(gelu_backward_node),
+    .backward = gelu_backward_backward,
+    .release_saved = gelu_backward_release_saved,
+};
+
+yt_status
+yt__record_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                         const char *approximate)
+{
+    gelu_backward_node *node = (gelu_backward_node *)yt__node_new(&gelu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->approximate = approximate;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * backward, from derivatives.yaml:369:
+ *   self: grad * isfinite(self)
+ */
+typedef struct nan_to_num_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} nan_to_num_node;
+
+static yt_status
+nan_to_num_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    nan_to_num_node *node = (nan_to_num_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_isfinite(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+nan_to_num_release_saved(yt_node *node_)
+{
+    nan_to_num_node *node = (nan_to_num_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind nan_to_num_node_kind = {
+    .name = "NanToNumBackward",
+    .op_name = "nan_to_num",
+    .size = sizeof(nan_to_num_node),
+    .backward = nan_to_num_backward,
+    .release_saved = nan_to_num_release_saved,
+};
+
+yt_status
+yt__record_nan_to_num(yt_tensor *result, yt_tensor *self)
+{
+    nan_to_num_node *node = (nan_to_num_node *)yt__node_new(&nan_to_num_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * backward, from derivatives.yaml:94:
  *   self: sum_to(where(condition, grad, zeros_like(grad)), self.shape)
@@ -4157,7 +5125,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:328:
+ * backward, from derivatives.yaml:379:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -4230,7 +5198,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:332:
+ * backward, from derivatives.yaml:383:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -4324,7 +5292,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:337:
+ * backward, from derivatives.yaml:388:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha

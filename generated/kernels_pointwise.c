@@ -3084,6 +3084,121 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 /* ---- pow: pow(self, exponent)   (ops.yaml:93) */
 
 static void
+pow_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t exponent = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t exponent = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t exponent = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t exponent = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t exponent = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
 pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3190,6 +3305,16 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     }
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, pow_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, pow_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, pow_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, pow_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, pow_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, pow_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3205,7 +3330,237 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:102) */
+/* ---- pow: pow(self, exponent)   (ops.yaml:108) */
+
+static void
+pow_tensor_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *exponent_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[0];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t exponent = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *exponent_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t exponent = exponent_p[0];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t exponent = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *exponent_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t exponent = exponent_p[0];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t exponent = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *exponent_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[0];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t exponent = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *exponent_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t exponent = exponent_p[0];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t exponent = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
 
 static void
 pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3396,6 +3751,16 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     const void *scalars = NULL;
     yt_tensor *const inputs[2] = {self, exponent};
     switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3411,7 +3776,122 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:112) */
+/* ---- pow: pow(self, exponent)   (ops.yaml:118) */
+
+static void
+pow_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t self = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *exponent_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t exponent = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t self = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *exponent_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t exponent = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t self = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *exponent_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t exponent = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t self = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *exponent_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t exponent = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t self = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *exponent_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t exponent = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
 
 static void
 pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3513,6 +3993,16 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     };
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3528,7 +4018,7 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
                            yt_dtype_name(exponent->dtype));
 }
 
-/* ---- maximum: maximum(self, other)   (ops.yaml:125) */
+/* ---- maximum: maximum(self, other)   (ops.yaml:132) */
 
 static void
 maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4021,7 +4511,7 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- minimum: minimum(self, other)   (ops.yaml:134) */
+/* ---- minimum: minimum(self, other)   (ops.yaml:141) */
 
 static void
 minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4514,7 +5004,7 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:143) */
+/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:150) */
 
 static void
 clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4758,7 +5248,7 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:151) */
+/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:158) */
 
 static void
 clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5002,7 +5492,7 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, min)   (ops.yaml:159) */
+/* ---- clamp_min: maximum(self, min)   (ops.yaml:166) */
 
 static void
 clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5448,7 +5938,7 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, max)   (ops.yaml:168) */
+/* ---- clamp_max: minimum(self, max)   (ops.yaml:175) */
 
 static void
 clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5894,7 +6384,7 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:177) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:184) */
 
 static void
 remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6345,7 +6835,7 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:187) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:194) */
 
 static void
 remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6592,7 +7082,7 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:195) */
+/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:202) */
 
 static void
 floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -7043,7 +7533,7 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:205) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:212) */
 
 static void
 lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -7287,7 +7777,7 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:221) */
 
 static void
 lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -7610,7 +8100,7 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:228) */
+/* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:235) */
 
 static void
 addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8240,7 +8730,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:242) */
+/* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:249) */
 
 static void
 addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8530,7 +9020,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:257) */
+/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
 
 static void
 pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8743,7 +9233,4430 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- exp: exp(self)   (ops.yaml:269) */
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:274) */
+
+static void
+div_tensor_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_trunc_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_floor_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                        const char *rounding_mode)
+{
+    const void *scalars = NULL;
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__pw_has_zero(other))
+            return yt__fail_status(YT_ERR_VALUE, "div: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor, scalars);
+        break;
+    case YT_DTYPE_I8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor, scalars);
+        break;
+    case YT_DTYPE_I16:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor, scalars);
+        break;
+    case YT_DTYPE_I32:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor, scalars);
+        break;
+    case YT_DTYPE_I64:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor, scalars);
+        break;
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:294) */
+
+static void
+div_scalar_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_trunc_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_floor_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                        const char *rounding_mode)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+    };
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__scalar_to_i64(other) == 0)
+            return yt__fail_status(YT_ERR_VALUE, "div: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor, scalars);
+        break;
+    case YT_DTYPE_I8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor, scalars);
+        break;
+    case YT_DTYPE_I16:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor, scalars);
+        break;
+    case YT_DTYPE_I32:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor, scalars);
+        break;
+    case YT_DTYPE_I64:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor, scalars);
+        break;
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:310) */
+
+static void
+clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)(uint8_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int32_t max = (int32_t)(uint8_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t min = (int8_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int8_t max = (int8_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value =
+            max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                      : yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t min = (int16_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int16_t max = (int16_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value =
+            max_given ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                      : yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int32_t max = (int32_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t min = (int64_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int64_t max = (int64_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value =
+            max_given ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                      : yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const double max = (double)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                      : yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (min != NULL && yt__pw_check_scalar("clamp", "min", *min, self->dtype) != YT_OK)
+        return yt_errcode();
+    if (max != NULL && yt__pw_check_scalar("clamp", "max", *max, self->dtype) != YT_OK)
+        return yt_errcode();
+    const pointwise_scalar scalars[2] = {
+        {min != NULL ? yt__scalar_to_double(*min) : 0, min != NULL ? yt__scalar_to_i64(*min) : 0,
+         min != NULL},
+        {max != NULL ? yt__scalar_to_double(*max) : 0, max != NULL ? yt__scalar_to_i64(*max) : 0,
+         max != NULL},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, clamp_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:327) */
+
+static void
+clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *min_p = (const uint8_t *)data[2];
+    const uint8_t *max_p = (const uint8_t *)data[3];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t max = *(const uint8_t *)(data[3] + i * strides[3]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *min_p = (const int8_t *)data[2];
+    const int8_t *max_p = (const int8_t *)data[3];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t) &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[0];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[0];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t min = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t max = *(const int8_t *)(data[3] + i * strides[3]);
+        const int8_t out_value =
+            max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                      : yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *min_p = (const int16_t *)data[2];
+    const int16_t *max_p = (const int16_t *)data[3];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t) &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[0];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[0];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t min = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t max = *(const int16_t *)(data[3] + i * strides[3]);
+        const int16_t out_value =
+            max_given ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                      : yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *min_p = (const int32_t *)data[2];
+    const int32_t *max_p = (const int32_t *)data[3];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t) &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t max = *(const int32_t *)(data[3] + i * strides[3]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *min_p = (const int64_t *)data[2];
+    const int64_t *max_p = (const int64_t *)data[3];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t) &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[0];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[0];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t min = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t max = *(const int64_t *)(data[3] + i * strides[3]);
+        const int64_t out_value =
+            max_given ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                      : yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    const uint16_t *max_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    const uint16_t *max_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *min_p = (const float *)data[2];
+    const float *max_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float min = *(const float *)(data[2] + i * strides[2]);
+        const float max = *(const float *)(data[3] + i * strides[3]);
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *min_p = (const double *)data[2];
+    const double *max_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double min = *(const double *)(data[2] + i * strides[2]);
+        const double max = *(const double *)(data[3] + i * strides[3]);
+        const double out_value =
+            max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                      : yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {0, 0, min != NULL},
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[3] = {self, min != NULL ? min : self, max != NULL ? max : self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:344) */
+
+static void
+clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const double max = (double)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                 : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                       const yt_scalar *min, const yt_scalar *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {min != NULL ? yt__scalar_to_double(*min) : 0, min != NULL ? yt__scalar_to_i64(*min) : 0,
+         min != NULL},
+        {max != NULL ? yt__scalar_to_double(*max) : 0, max != NULL ? yt__scalar_to_i64(*max) : 0,
+         max != NULL},
+    };
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:358) */
+
+static void
+clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                 : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                              yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {0, 0, min != NULL},
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output,
+                                  max != NULL ? max : grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:372) */
+
+static void
+clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                  yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[1] = {
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min, max != NULL ? max : grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward_min: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:385) */
+
+static void
+clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                  yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[1] = {
+        {0, 0, min != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output, max};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward_max: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:398) */
+
+static void
+div_rounding_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float out_value = grad_output;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float out_value = grad_output;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+                                      const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float out_value = grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = grad_output;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double out_value = grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = grad_output;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double out_value = (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double out_value = (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const char *rounding_mode)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div_rounding_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- exp: exp(self)   (ops.yaml:413) */
 
 static void
 exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8854,7 +13767,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log: log(self)   (ops.yaml:277) */
+/* ---- log: log(self)   (ops.yaml:421) */
 
 static void
 log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8965,7 +13878,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:286) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:430) */
 
 static void
 sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9076,7 +13989,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:295) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:439) */
 
 static void
 relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9307,7 +14220,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:303) */
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:447) */
 
 static void
 sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9418,7 +14331,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:311) */
+/* ---- tanh: tanh(self)   (ops.yaml:455) */
 
 static void
 tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9529,7 +14442,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:319) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:463) */
 
 static void
 softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9659,7 +14572,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:326) */
+/* ---- clone: self   (ops.yaml:470) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9914,7 +14827,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:341) */
+/* ---- abs: abs(self)   (ops.yaml:485) */
 
 static void
 abs_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10145,7 +15058,7 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:349) */
+/* ---- sign: sign(self)   (ops.yaml:493) */
 
 static void
 sign_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10400,7 +15313,29 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:356) */
+/* ---- square: self * self   (ops.yaml:500) */
+
+static void
+square_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = self && self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = self && self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
 
 static void
 square_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10606,6 +15541,8 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     const void *scalars = NULL;
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, square_loop_bool, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 1, inputs, square_loop_u8, scalars);
     case YT_DTYPE_I8:
@@ -10631,7 +15568,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:363) */
+/* ---- reciprocal: 1 / self   (ops.yaml:509) */
 
 static void
 reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10742,7 +15679,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:372) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:518) */
 
 static void
 rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10853,7 +15790,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:381) */
+/* ---- expm1: expm1(self)   (ops.yaml:527) */
 
 static void
 expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10964,7 +15901,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:389) */
+/* ---- log1p: log1p(self)   (ops.yaml:535) */
 
 static void
 log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11075,7 +16012,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:398) */
+/* ---- log2: log2(self)   (ops.yaml:544) */
 
 static void
 log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11186,7 +16123,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:407) */
+/* ---- sin: sin(self)   (ops.yaml:553) */
 
 static void
 sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11297,7 +16234,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:415) */
+/* ---- cos: cos(self)   (ops.yaml:561) */
 
 static void
 cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11408,7 +16345,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:423) */
+/* ---- erf: erf(self)   (ops.yaml:569) */
 
 static void
 erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11519,7 +16456,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:431) */
+/* ---- floor: floor(self)   (ops.yaml:577) */
 
 static void
 floor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11750,7 +16687,7 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:438) */
+/* ---- ceil: ceil(self)   (ops.yaml:584) */
 
 static void
 ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11981,7 +16918,7 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:445) */
+/* ---- round: nearbyint(self)   (ops.yaml:591) */
 
 static void
 round_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12212,7 +17149,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:452) */
+/* ---- trunc: trunc(self)   (ops.yaml:598) */
 
 static void
 trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12443,7 +17380,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:459) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:605) */
 
 static void
 leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12560,7 +17497,7 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:467) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:613) */
 
 static void
 leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12785,7 +17722,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:478) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:624) */
 
 static void
 elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12921,7 +17858,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:486) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:632) */
 
 static void
 elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13192,7 +18129,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:497) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:643) */
 
 static void
 silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13303,7 +18240,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:504) */
+/* ---- isnan: isnan(self)   (ops.yaml:650) */
 
 static void
 isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13558,7 +18495,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:513) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:659) */
 
 static void
 isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13813,7 +18750,1330 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:524) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else 0.5 * self * (1 + erf(self * 0.7071067811865476))   (ops.yaml:668) */
+
+static void
+gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                ((double)0.5 * self) *
+                ((double)1 + tanh((double)0.7978845608028654 *
+                                  (self + ((((double)0.044715 * self) * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            ((double)0.5 * self) *
+            ((double)1 + tanh((double)0.7978845608028654 *
+                              (self + ((((double)0.044715 * self) * self) * self))));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "gelu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (0.5 * (1 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:682) */
+
+static void
+gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            grad_output *
+            (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+             ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            grad_output *
+            (((double)0.5 *
+              ((double)1 + tanh((double)0.7978845608028654 *
+                                (self + ((((double)0.044715 * self) * self) * self))))) +
+             (((((double)0.5 * self) *
+                ((double)1 - (tanh((double)0.7978845608028654 *
+                                   (self + ((((double)0.044715 * self) * self) * self))) *
+                              tanh((double)0.7978845608028654 *
+                                   (self + ((((double)0.044715 * self) * self) * self)))))) *
+               (double)0.7978845608028654) *
+              ((double)1 + (((double)0.134145 * self) * self))));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                      const char *approximate)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "gelu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:706) */
+
+static void
+nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool nan = (bool)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const bool posinf = (bool)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const bool neginf = (bool)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value =
+                (bool)(1 + 0 * self)
+                    ? self
+                    : ((bool)(0 + 0 * self)
+                           ? ((!nan_given) ? (bool)0 : nan)
+                           : ((self > (bool)0) ? ((!posinf_given) ? (bool)true : posinf)
+                                               : ((!neginf_given) ? (bool)false : neginf)));
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value =
+            (bool)(1 + 0 * self)
+                ? self
+                : ((bool)(0 + 0 * self)
+                       ? ((!nan_given) ? (bool)0 : nan)
+                       : ((self > (bool)0) ? ((!posinf_given) ? (bool)true : posinf)
+                                           : ((!neginf_given) ? (bool)false : neginf)));
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t nan = (int32_t)(uint8_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int32_t posinf = (int32_t)(uint8_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int32_t neginf = (int32_t)(uint8_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                (int32_t)(1 + 0 * self)
+                    ? self
+                    : ((int32_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int32_t)0 : nan)
+                           : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)255 : posinf)
+                                                  : ((!neginf_given) ? (int32_t)0 : neginf)));
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            (int32_t)(1 + 0 * self)
+                ? self
+                : ((int32_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int32_t)0 : nan)
+                       : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)255 : posinf)
+                                              : ((!neginf_given) ? (int32_t)0 : neginf)));
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t nan = (int8_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int8_t posinf = (int8_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int8_t neginf = (int8_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value =
+                (int8_t)(1 + 0 * self)
+                    ? self
+                    : ((int8_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int8_t)0 : nan)
+                           : ((self > (int8_t)0) ? ((!posinf_given) ? (int8_t)INT8_MAX : posinf)
+                                                 : ((!neginf_given) ? (int8_t)INT8_MIN : neginf)));
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value =
+            (int8_t)(1 + 0 * self)
+                ? self
+                : ((int8_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int8_t)0 : nan)
+                       : ((self > (int8_t)0) ? ((!posinf_given) ? (int8_t)INT8_MAX : posinf)
+                                             : ((!neginf_given) ? (int8_t)INT8_MIN : neginf)));
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t nan = (int16_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int16_t posinf = (int16_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int16_t neginf = (int16_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value =
+                (int16_t)(1 + 0 * self)
+                    ? self
+                    : ((int16_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int16_t)0 : nan)
+                           : ((self > (int16_t)0)
+                                  ? ((!posinf_given) ? (int16_t)INT16_MAX : posinf)
+                                  : ((!neginf_given) ? (int16_t)INT16_MIN : neginf)));
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value =
+            (int16_t)(1 + 0 * self)
+                ? self
+                : ((int16_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int16_t)0 : nan)
+                       : ((self > (int16_t)0) ? ((!posinf_given) ? (int16_t)INT16_MAX : posinf)
+                                              : ((!neginf_given) ? (int16_t)INT16_MIN : neginf)));
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t nan = (int32_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int32_t posinf = (int32_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int32_t neginf = (int32_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                (int32_t)(1 + 0 * self)
+                    ? self
+                    : ((int32_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int32_t)0 : nan)
+                           : ((self > (int32_t)0)
+                                  ? ((!posinf_given) ? (int32_t)INT32_MAX : posinf)
+                                  : ((!neginf_given) ? (int32_t)INT32_MIN : neginf)));
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            (int32_t)(1 + 0 * self)
+                ? self
+                : ((int32_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int32_t)0 : nan)
+                       : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)INT32_MAX : posinf)
+                                              : ((!neginf_given) ? (int32_t)INT32_MIN : neginf)));
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t nan = (int64_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int64_t posinf = (int64_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int64_t neginf = (int64_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value =
+                (int64_t)(1 + 0 * self)
+                    ? self
+                    : ((int64_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int64_t)0 : nan)
+                           : ((self > (int64_t)0)
+                                  ? ((!posinf_given) ? (int64_t)INT64_MAX : posinf)
+                                  : ((!neginf_given) ? (int64_t)INT64_MIN : neginf)));
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value =
+            (int64_t)(1 + 0 * self)
+                ? self
+                : ((int64_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int64_t)0 : nan)
+                       : ((self > (int64_t)0) ? ((!posinf_given) ? (int64_t)INT64_MAX : posinf)
+                                              : ((!neginf_given) ? (int64_t)INT64_MIN : neginf)));
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)65504.0f : posinf)
+                                                : ((!neginf_given) ? (float)-65504.0f : neginf)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)65504.0f : posinf)
+                                            : ((!neginf_given) ? (float)-65504.0f : neginf)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0)
+                                  ? ((!posinf_given) ? (float)3.38953139e38f : posinf)
+                                  : ((!neginf_given) ? (float)-3.38953139e38f : neginf)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)3.38953139e38f : posinf)
+                                            : ((!neginf_given) ? (float)-3.38953139e38f : neginf)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                                : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                            : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+nan_to_num_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double nan = (double)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const double posinf = (double)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const double neginf = (double)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (double)0 : nan)
+                           : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                                 : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (double)0 : nan)
+                       : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                             : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const double *posinf,
+                   const double *neginf)
+{
+    const pointwise_scalar scalars[3] = {
+        {nan != NULL ? *nan : 0, nan != NULL ? yt__scalar_to_i64(yt_float(*nan)) : 0, nan != NULL},
+        {posinf != NULL ? *posinf : 0, posinf != NULL ? yt__scalar_to_i64(yt_float(*posinf)) : 0,
+         posinf != NULL},
+        {neginf != NULL ? *neginf : 0, neginf != NULL ? yt__scalar_to_i64(yt_float(*neginf)) : 0,
+         neginf != NULL},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "nan_to_num: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- eq: self == other   (ops.yaml:721) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14306,7 +20566,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:534) */
+/* ---- eq: self == other   (ops.yaml:731) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14573,7 +20833,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:543) */
+/* ---- lt: self < other   (ops.yaml:740) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15066,7 +21326,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:553) */
+/* ---- lt: self < other   (ops.yaml:750) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15333,7 +21593,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:562) */
+/* ---- gt: self > other   (ops.yaml:759) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15826,7 +22086,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:572) */
+/* ---- gt: self > other   (ops.yaml:769) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16093,7 +22353,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:581) */
+/* ---- where: self if condition else other   (ops.yaml:778) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16778,7 +23038,7 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:594) */
+/* ---- ne: self != other   (ops.yaml:791) */
 
 static void
 ne_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17271,7 +23531,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:604) */
+/* ---- ne: self != other   (ops.yaml:801) */
 
 static void
 ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17538,7 +23798,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:613) */
+/* ---- le: self <= other   (ops.yaml:810) */
 
 static void
 le_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18031,7 +24291,7 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:623) */
+/* ---- le: self <= other   (ops.yaml:820) */
 
 static void
 le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18298,7 +24558,7 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:632) */
+/* ---- ge: self >= other   (ops.yaml:829) */
 
 static void
 ge_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18791,7 +25051,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:642) */
+/* ---- ge: self >= other   (ops.yaml:839) */
 
 static void
 ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19058,7 +25318,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:651) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:848) */
 
 static void
 logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19551,7 +25811,7 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:661) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:858) */
 
 static void
 logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20044,7 +26304,7 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:671) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:868) */
 
 static void
 logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20537,7 +26797,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:681) */
+/* ---- logical_not: not self   (ops.yaml:878) */
 
 static void
 logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20792,7 +27052,7 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:690) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:887) */
 
 static void
 masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -21299,7 +27559,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:703) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:900) */
 
 static void
 masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)

@@ -12,7 +12,7 @@
 #endif
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
- * from ops.yaml:257; backward from derivatives.yaml:162 */
+ * from ops.yaml:264; backward from derivatives.yaml:162 */
 yt_tensor *
 yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
 {
@@ -68,8 +68,389 @@ yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output
     return yt__scope_track(result);
 }
 
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * from ops.yaml:344; backward from derivatives.yaml:340 */
+yt_tensor *
+yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
+                  const yt_scalar *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_backward", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_backward: min has an invalid scalar kind %d",
+                        (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_backward: max has an invalid scalar kind %d",
+                        (int)max->kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_backward_kernel_fn kernel = yt__clamp_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, min, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_backward(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * from ops.yaml:358; backward from derivatives.yaml:344 */
+yt_tensor *
+yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min != NULL && min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max != NULL && max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_kernel_fn kernel = yt__clamp_tensor_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || (min != NULL && min_k == NULL) ||
+        (max != NULL && max_k == NULL)) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * from ops.yaml:372; backward from derivatives.yaml:350 */
+yt_tensor *
+yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                             yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward_min",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward_min", "self"); /* keeps an earlier error */
+    if (min == NULL)
+        return yt__null_arg("clamp_tensor_backward_min", "min"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_min: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_min: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max != NULL && max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward_min", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_min_kernel_fn kernel =
+        yt__clamp_tensor_backward_min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward_min: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k = min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || min_k == NULL ||
+        (max != NULL && max_k == NULL)) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward_min(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * from ops.yaml:385; backward from derivatives.yaml:356 */
+yt_tensor *
+yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                             yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward_max",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward_max", "self"); /* keeps an earlier error */
+    if (max == NULL)
+        return yt__null_arg("clamp_tensor_backward_max", "max"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_max: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_max: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min != NULL && min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward_max", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_max_kernel_fn kernel =
+        yt__clamp_tensor_backward_max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward_max: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k = max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || (min != NULL && min_k == NULL) ||
+        max_k == NULL) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward_max(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * from ops.yaml:398; backward from derivatives.yaml:329 */
+yt_tensor *
+yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("div_rounding_backward", "grad_output"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "div_rounding_backward: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+            rounding_mode);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div_rounding_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__div_rounding_backward_kernel_fn kernel = yt__div_rounding_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div_rounding_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, rounding_mode);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_div_rounding_backward(result, grad_output, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * from ops.yaml:467; backward from derivatives.yaml:265 */
+ * from ops.yaml:613; backward from derivatives.yaml:265 */
 yt_tensor *
 yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -129,7 +510,7 @@ yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negati
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * from ops.yaml:486; backward from derivatives.yaml:272 */
+ * from ops.yaml:632; backward from derivatives.yaml:272 */
 yt_tensor *
 yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
                 yt_tensor *self)
@@ -193,8 +574,131 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
     return yt__scope_track(result);
 }
 
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:682; backward from derivatives.yaml:365 */
+yt_tensor *
+yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
+{
+    return yt_gelu_backward_ex(grad_output, self, NULL);
+}
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:682; backward from derivatives.yaml:365 */
+yt_tensor *
+yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approximate)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("gelu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("gelu_backward", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "gelu_backward: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "gelu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "gelu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__gelu_backward_kernel_fn kernel = yt__gelu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "gelu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output, self, approximate);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_gelu_backward(result, grad_output, self, approximate) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
+ * from ops.yaml:698 */
+yt_tensor *
+yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor *self,
+                        const char *approximate)
+{
+    if (grad_grad == NULL)
+        return yt__null_arg("gelu_double_backward", "grad_grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("gelu_double_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("gelu_double_backward", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gelu_double_backward: approximate is NULL (expected one of 'none', 'tanh')");
+    if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "gelu_double_backward: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(grad_grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "gelu_double_backward: grad_grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "gelu_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_double_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (grad_output->device != grad_grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "gelu_double_backward: grad_output is on %s but grad_grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad_grad->device));
+    if (self->device != grad_grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gelu_double_backward: self is on %s but grad_grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_gelu_double_backward(grad_grad, grad_output, self, approximate);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1194 */
+ * from ops.yaml:1391 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -214,7 +718,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1205 */
+ * from ops.yaml:1402 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -236,7 +740,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1212 */
+ * from ops.yaml:1409 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -262,7 +766,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1219 */
+ * from ops.yaml:1416 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -302,7 +806,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1226 */
+ * from ops.yaml:1423 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -319,7 +823,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1233 */
+ * from ops.yaml:1430 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -348,7 +852,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1240 */
+ * from ops.yaml:1437 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -383,7 +887,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1247 */
+ * from ops.yaml:1444 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -428,7 +932,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1254; backward from derivatives.yaml:150 */
+ * from ops.yaml:1451; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -470,7 +974,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1262; backward from derivatives.yaml:153 */
+ * from ops.yaml:1459; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -12,7 +12,7 @@
 #endif
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1131 */
+ * from ops.yaml:1328 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -20,7 +20,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1131 */
+ * from ops.yaml:1328 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -52,7 +52,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1336 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -60,7 +60,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1336 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -92,7 +92,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1147 */
+ * from ops.yaml:1344 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -100,7 +100,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1147 */
+ * from ops.yaml:1344 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -136,7 +136,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:1155 */
+ * from ops.yaml:1352 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -161,7 +161,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1162 */
+ * from ops.yaml:1359 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -169,7 +169,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1162 */
+ * from ops.yaml:1359 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -204,7 +204,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1170 */
+ * from ops.yaml:1367 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -212,7 +212,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1170 */
+ * from ops.yaml:1367 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -247,7 +247,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1181 */
+ * from ops.yaml:1378 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -255,7 +255,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1181 */
+ * from ops.yaml:1378 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {

@@ -1666,9 +1666,6 @@ yt_pow(yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "pow: exponent has an invalid scalar kind %d",
                         (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {exponent};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -1710,10 +1707,6 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {exponent};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -1771,10 +1764,6 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_out: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -1816,7 +1805,7 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_tensor *
 yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 {
@@ -1824,12 +1813,16 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
         return yt__null_arg("pow", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_arg("pow", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (exponent->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "pow: exponent is on %s but self is on %s",
                         yt_device_name(exponent->device), yt_device_name(self->device));
@@ -1872,7 +1865,7 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 {
@@ -1880,14 +1873,16 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         return yt__null_status("pow_", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_status("pow_", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (exponent->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_: exponent is on %s but self is on %s",
                                yt_device_name(exponent->device), yt_device_name(self->device));
@@ -1945,7 +1940,7 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1955,14 +1950,16 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
         return yt__null_status("pow_out", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_status("pow_out", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_out: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -2014,7 +2011,7 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:112; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:159 */
 yt_tensor *
 yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 {
@@ -2022,9 +2019,6 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
         return yt__null_arg("pow", "exponent"); /* keeps an earlier error */
     if ((unsigned)self.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "pow: self has an invalid scalar kind %d", (int)self.kind);
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
     yt_tensor *const promote_tensors[1] = {exponent};
     const yt_scalar promote_scalars[1] = {self};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -2058,7 +2052,7 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:112; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:159 */
 yt_status
 yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 {
@@ -2069,10 +2063,6 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
     if ((unsigned)self.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_out: self has an invalid scalar kind %d",
                                (int)self.kind);
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
     if (out->device != exponent->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but exponent is on %s",
                                yt_device_name(out->device), yt_device_name(exponent->device));
@@ -2115,7 +2105,7 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:125; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:166 */
 yt_tensor *
 yt_maximum(yt_tensor *self, yt_tensor *other)
 {
@@ -2166,7 +2156,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:125; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:166 */
 yt_status
 yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2228,7 +2218,7 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:170 */
 yt_tensor *
 yt_minimum(yt_tensor *self, yt_tensor *other)
 {
@@ -2279,7 +2269,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:170 */
 yt_status
 yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2341,7 +2331,7 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_tensor *
 yt_clamp_min(yt_tensor *self, yt_scalar min)
 {
@@ -2387,7 +2377,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_status
 yt_clamp_min_(yt_tensor *self, yt_scalar min)
 {
@@ -2448,7 +2438,7 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_status
 yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 {
@@ -2506,7 +2496,7 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_tensor *
 yt_clamp_max(yt_tensor *self, yt_scalar max)
 {
@@ -2552,7 +2542,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_status
 yt_clamp_max_(yt_tensor *self, yt_scalar max)
 {
@@ -2613,7 +2603,7 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_status
 yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 {
@@ -2671,7 +2661,7 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_tensor *
 yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 {
@@ -2731,7 +2721,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 {
@@ -2807,7 +2797,7 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 {
@@ -2878,7 +2868,7 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_tensor *
 yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 {
@@ -2938,7 +2928,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 {
@@ -3014,7 +3004,7 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 {
@@ -3085,7 +3075,7 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_remainder(yt_tensor *self, yt_tensor *other)
 {
@@ -3146,7 +3136,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_status
 yt_remainder_(yt_tensor *self, yt_tensor *other)
 {
@@ -3223,7 +3213,7 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_status
 yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3295,7 +3285,7 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_tensor *
 yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3341,7 +3331,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 {
@@ -3394,7 +3384,7 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3452,7 +3442,7 @@ yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_tensor *
 yt_floor_divide(yt_tensor *self, yt_tensor *other)
 {
@@ -3507,7 +3497,7 @@ yt_floor_divide(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_status
 yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 {
@@ -3569,7 +3559,7 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_status
 yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3641,7 +3631,7 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_tensor *
 yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3692,7 +3682,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_status
 yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3752,7 +3742,7 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_status
 yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3816,7 +3806,7 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_tensor *
 yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3875,7 +3865,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3951,7 +3941,7 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4024,7 +4014,7 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_tensor *
 yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4032,7 +4022,7 @@ yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_tensor *
 yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4111,7 +4101,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4119,7 +4109,7 @@ yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4205,7 +4195,7 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4213,7 +4203,7 @@ yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4304,7 +4294,7 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_tensor *
 yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4312,7 +4302,7 @@ yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_tensor *
 yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4385,7 +4375,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4393,7 +4383,7 @@ yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4476,7 +4466,7 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4484,7 +4474,7 @@ yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4571,8 +4561,914 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
     return status;
 }
 
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_tensor *
+yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("div", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("div", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(YT_ERR_VALUE,
+                        "div: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                        rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "div: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_div_tensor_mode(result, self, other, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_status
+yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_status("div_", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("div_", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div_", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "div_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "div_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_div_tensor_mode(self, self_before, other, rounding_mode);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_status
+yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (out == NULL)
+        return yt__null_status("div_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("div_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("div_out", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_out: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_tensor *
+yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("div", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "div: other has an invalid scalar kind %d", (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(YT_ERR_VALUE,
+                        "div: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                        rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_div_scalar_mode(result, self, other, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_status
+yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_status("div_", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "div_: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "div_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "div_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_div_scalar_mode(self, self, other, rounding_mode);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_status
+yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (out == NULL)
+        return yt__null_status("div_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("div_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "div_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_out: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_tensor *
+yt_clamp(yt_tensor *self)
+{
+    return yt_clamp_ex(self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_tensor *
+yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp: min has an invalid scalar kind %d", (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp: max has an invalid scalar kind %d", (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp(result, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_(yt_tensor *self)
+{
+    return yt_clamp_ex_(self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: min has an invalid scalar kind %d",
+                               (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: max has an invalid scalar kind %d",
+                               (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "clamp_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp(self, self_before, min, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_clamp_ex_out(out, self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_out", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_out: min has an invalid scalar kind %d",
+                               (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_out: max has an invalid scalar kind %d",
+                               (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "clamp_out: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_tensor *
+yt_clamp_tensor(yt_tensor *self)
+{
+    return yt_clamp_tensor_ex(self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_tensor *
+yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (min != NULL && min->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp: min is on %s but self is on %s",
+                        yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp: max is on %s but self is on %s",
+                        yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, min, max};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_tensor(result, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_(yt_tensor *self)
+{
+    return yt_clamp_tensor_ex_(self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (min != NULL && min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[3] = {self, min, max};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    if (recording && yt__check_inplace(self, "clamp_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_tensor(self, self_before, min, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_clamp_tensor_ex_out(out, self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (min != NULL && min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "clamp_out: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, min, max};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -4609,7 +5505,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -4652,7 +5548,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4700,7 +5596,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -4737,7 +5633,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -4788,7 +5684,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4836,7 +5732,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -4873,7 +5769,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -4916,7 +5812,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4964,7 +5860,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -4999,7 +5895,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -5040,7 +5936,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5086,7 +5982,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -5123,7 +6019,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -5167,7 +6063,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5216,7 +6112,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -5253,7 +6149,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -5296,7 +6192,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5344,7 +6240,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -5352,7 +6248,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5391,7 +6287,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -5399,7 +6295,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5453,7 +6349,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5461,7 +6357,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5514,7 +6410,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:326; backward from derivatives.yaml:70 */
+ * from ops.yaml:470; backward from derivatives.yaml:70 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -5544,7 +6440,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:326; backward from derivatives.yaml:70 */
+ * from ops.yaml:470; backward from derivatives.yaml:70 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5585,7 +6481,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:333; backward from derivatives.yaml:73 */
+ * from ops.yaml:477; backward from derivatives.yaml:73 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -5615,7 +6511,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:341; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -5650,7 +6546,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:341; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -5698,7 +6594,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:341; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5744,7 +6640,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:349; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -5774,7 +6670,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:349; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -5810,7 +6706,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:349; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5851,19 +6747,15 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:356; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
     if (self == NULL)
         return yt__null_arg("square", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(
-            YT_ERR_DTYPE,
-            "square: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5872,8 +6764,14 @@ yt_square(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "square: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -5886,19 +6784,15 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:356; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_status
 yt_square_(yt_tensor *self)
 {
     if (self == NULL)
         return yt__null_status("square_", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(
-            YT_ERR_DTYPE,
-            "square_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5911,14 +6805,21 @@ yt_square_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "square_") != YT_OK)
         return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
     if (self_before == NULL) {
+        yt__release_cast(self_k, self);
         return yt_errcode();
     }
     yt_tensor *target =
         self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -5934,7 +6835,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:356; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5942,16 +6843,12 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
         return yt__null_status("square_out", "out"); /* keeps an earlier error */
     if (self == NULL)
         return yt__null_status("square_out", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(
-            YT_ERR_DTYPE,
-            "square_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "square_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5967,9 +6864,15 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "square_out", "out") !=
         YT_OK)
         return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -5981,7 +6884,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:363; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -6018,7 +6921,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:363; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -6062,7 +6965,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:363; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6111,7 +7014,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:372; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -6148,7 +7051,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:372; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -6191,7 +7094,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:372; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6239,7 +7142,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:381; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -6276,7 +7179,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:381; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -6319,7 +7222,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:381; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6367,7 +7270,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:389; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -6404,7 +7307,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:389; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -6455,7 +7358,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:389; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6503,7 +7406,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:398; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -6540,7 +7443,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:398; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -6591,7 +7494,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:398; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6639,7 +7542,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:407; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -6676,7 +7579,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:407; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -6727,7 +7630,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:407; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6775,7 +7678,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:415; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -6812,7 +7715,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:415; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -6863,7 +7766,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:415; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6911,7 +7814,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:423; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -6948,7 +7851,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:423; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -6999,7 +7902,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:423; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7047,7 +7950,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:431; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -7082,7 +7985,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:431; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -7123,7 +8026,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:431; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7169,7 +8072,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -7204,7 +8107,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -7245,7 +8148,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7291,7 +8194,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:445; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -7326,7 +8229,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:445; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -7367,7 +8270,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:445; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7413,7 +8316,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:452; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -7448,7 +8351,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:452; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -7489,7 +8392,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:452; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7535,7 +8438,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -7543,7 +8446,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7579,7 +8482,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -7587,7 +8490,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7639,7 +8542,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7647,7 +8550,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:459; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7697,7 +8600,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -7705,7 +8608,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7746,7 +8649,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -7754,7 +8657,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7811,7 +8714,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7819,7 +8722,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -7875,7 +8778,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:497; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -7908,7 +8811,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:497; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -7955,7 +8858,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:497; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8000,7 +8903,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:504 */
+ * from ops.yaml:650 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -8031,7 +8934,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:513 */
+ * from ops.yaml:659 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -8061,8 +8964,327 @@ yt_isfinite(yt_tensor *self)
     return yt__scope_track(result);
 }
 
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_tensor *
+yt_gelu(yt_tensor *self)
+{
+    return yt_gelu_ex(self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_tensor *
+yt_gelu_ex(yt_tensor *self, const char *approximate)
+{
+    if (self == NULL)
+        return yt__null_arg("gelu", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE, "gelu: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "gelu: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "gelu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, approximate);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_gelu(result, self, approximate) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_(yt_tensor *self)
+{
+    return yt_gelu_ex_(self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_ex_(yt_tensor *self, const char *approximate)
+{
+    if (self == NULL)
+        return yt__null_status("gelu_", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail_status(YT_ERR_VALUE,
+                               "gelu_: approximate must be one of 'none', 'tanh', got '%s'",
+                               approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "gelu_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "gelu_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "gelu_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, approximate);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_gelu(self, self_before, approximate);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_gelu_ex_out(out, self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
+{
+    if (out == NULL)
+        return yt__null_status("gelu_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("gelu_out", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail_status(YT_ERR_VALUE,
+                               "gelu_out: approximate must be one of 'none', 'tanh', got '%s'",
+                               approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "gelu_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "gelu_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "gelu_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, approximate);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_tensor *
+yt_nan_to_num(yt_tensor *self)
+{
+    return yt_nan_to_num_ex(self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_tensor *
+yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
+{
+    if (self == NULL)
+        return yt__null_arg("nan_to_num", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "nan_to_num: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, nan, posinf, neginf);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_nan_to_num(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_(yt_tensor *self)
+{
+    return yt_nan_to_num_ex_(self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
+{
+    if (self == NULL)
+        return yt__null_status("nan_to_num_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "nan_to_num_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "nan_to_num_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, nan, posinf, neginf);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_nan_to_num(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_nan_to_num_ex_out(out, self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
+                     const double *neginf)
+{
+    if (out == NULL)
+        return yt__null_status("nan_to_num_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("nan_to_num_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "nan_to_num_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "nan_to_num_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, nan, posinf, neginf);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:524 */
+ * from ops.yaml:721 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -8105,7 +9327,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:524 */
+ * from ops.yaml:721 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8166,7 +9388,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:534 */
+ * from ops.yaml:731 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8200,7 +9422,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:534 */
+ * from ops.yaml:731 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8252,7 +9474,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:543 */
+ * from ops.yaml:740 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -8295,7 +9517,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:543 */
+ * from ops.yaml:740 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8356,7 +9578,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:553 */
+ * from ops.yaml:750 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8390,7 +9612,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:553 */
+ * from ops.yaml:750 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8442,7 +9664,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:562 */
+ * from ops.yaml:759 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -8485,7 +9707,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:562 */
+ * from ops.yaml:759 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8546,7 +9768,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:572 */
+ * from ops.yaml:769 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8580,7 +9802,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:572 */
+ * from ops.yaml:769 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8632,7 +9854,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:581; backward from derivatives.yaml:94 */
+ * from ops.yaml:778; backward from derivatives.yaml:94 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8691,7 +9913,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:581; backward from derivatives.yaml:94 */
+ * from ops.yaml:778; backward from derivatives.yaml:94 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8760,7 +9982,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:594 */
+ * from ops.yaml:791 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -8803,7 +10025,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:594 */
+ * from ops.yaml:791 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8864,7 +10086,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:604 */
+ * from ops.yaml:801 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8898,7 +10120,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:604 */
+ * from ops.yaml:801 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8950,7 +10172,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:613 */
+ * from ops.yaml:810 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -8993,7 +10215,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:613 */
+ * from ops.yaml:810 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9054,7 +10276,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:820 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9088,7 +10310,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:820 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9140,7 +10362,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:632 */
+ * from ops.yaml:829 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -9183,7 +10405,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:632 */
+ * from ops.yaml:829 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9244,7 +10466,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:642 */
+ * from ops.yaml:839 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9278,7 +10500,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:642 */
+ * from ops.yaml:839 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9330,7 +10552,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:651 */
+ * from ops.yaml:848 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -9375,7 +10597,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:651 */
+ * from ops.yaml:848 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9437,7 +10659,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:661 */
+ * from ops.yaml:858 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -9482,7 +10704,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:661 */
+ * from ops.yaml:858 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9544,7 +10766,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:671 */
+ * from ops.yaml:868 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -9589,7 +10811,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:671 */
+ * from ops.yaml:868 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9651,7 +10873,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:681 */
+ * from ops.yaml:878 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -9682,7 +10904,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:681 */
+ * from ops.yaml:878 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9730,7 +10952,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:315 */
+ * from ops.yaml:887; backward from derivatives.yaml:315 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9775,7 +10997,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:315 */
+ * from ops.yaml:887; backward from derivatives.yaml:315 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9827,7 +11049,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:703; backward from derivatives.yaml:318 */
+ * from ops.yaml:900; backward from derivatives.yaml:318 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -9880,7 +11102,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:703; backward from derivatives.yaml:318 */
+ * from ops.yaml:900; backward from derivatives.yaml:318 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

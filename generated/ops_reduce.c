@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:721; backward from derivatives.yaml:98 */
+ * from ops.yaml:918; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:721; backward from derivatives.yaml:98 */
+ * from ops.yaml:918; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -51,7 +51,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:735; backward from derivatives.yaml:101 */
+ * from ops.yaml:932; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +59,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:735; backward from derivatives.yaml:101 */
+ * from ops.yaml:932; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -101,7 +101,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:735; backward from derivatives.yaml:101 */
+ * from ops.yaml:932; backward from derivatives.yaml:101 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +109,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:735; backward from derivatives.yaml:101 */
+ * from ops.yaml:932; backward from derivatives.yaml:101 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -165,7 +165,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:750; backward from derivatives.yaml:104 */
+ * from ops.yaml:947; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -173,7 +173,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:750; backward from derivatives.yaml:104 */
+ * from ops.yaml:947; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -207,7 +207,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:763; backward from derivatives.yaml:107 */
+ * from ops.yaml:960; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -215,7 +215,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:763; backward from derivatives.yaml:107 */
+ * from ops.yaml:960; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -261,7 +261,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:763; backward from derivatives.yaml:107 */
+ * from ops.yaml:960; backward from derivatives.yaml:107 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -269,7 +269,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:763; backward from derivatives.yaml:107 */
+ * from ops.yaml:960; backward from derivatives.yaml:107 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -329,7 +329,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:776; backward from derivatives.yaml:110 */
+ * from ops.yaml:973; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -337,7 +337,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:776; backward from derivatives.yaml:110 */
+ * from ops.yaml:973; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -378,7 +378,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:776; backward from derivatives.yaml:110 */
+ * from ops.yaml:973; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -386,7 +386,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:776; backward from derivatives.yaml:110 */
+ * from ops.yaml:973; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {

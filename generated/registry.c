@@ -56,11 +56,13 @@ static const op_info registry[] = {
     },
     {
         .schema = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-        .doc = "Raises every element of `self` to the power `exponent`.",
+        .doc =
+            "Raises every element of `self` to the power `exponent`; integers by repeated squaring (wrapping), where a negative integer exponent is an error, as in PyTorch.",
     },
     {
         .schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
-        .doc = "Raises each element of `self` to the power of the matching element of `exponent`.",
+        .doc =
+            "Raises each element of `self` to the power of the matching element of `exponent` (integers to negative powers give 0, or +-1 for bases +-1).",
     },
     {
         .schema = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
@@ -130,6 +132,55 @@ static const op_info registry[] = {
             "Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output * log(self).",
     },
     {
+        .schema = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+        .doc =
+            "self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.",
+    },
+    {
+        .schema = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        .doc =
+            "Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.",
+    },
+    {
+        .schema = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+        .doc =
+            "min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min > max, and NaN in self or a bound gives NaN.",
+    },
+    {
+        .schema = "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+        .doc =
+            "min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both); NaN anywhere gives NaN.",
+    },
+    {
+        .schema =
+            "clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor",
+        .doc =
+            "Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else 0.",
+    },
+    {
+        .schema =
+            "clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor",
+        .doc =
+            "Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.",
+    },
+    {
+        .schema =
+            "clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor",
+        .doc =
+            "Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.",
+    },
+    {
+        .schema =
+            "clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor",
+        .doc =
+            "Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.",
+    },
+    {
+        .schema = "div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor",
+        .doc =
+            "Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded quotient is piecewise constant).",
+    },
+    {
         .schema = "exp(Tensor self) -> Tensor",
         .doc = "e raised to each element; integer inputs give a floating result.",
     },
@@ -178,7 +229,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "square(Tensor self) -> Tensor",
-        .doc = "Each element times itself.",
+        .doc = "Each element times itself; bool gives i64, as PyTorch's pow(self, 2).",
     },
     {
         .schema = "reciprocal(Tensor self) -> Tensor",
@@ -260,6 +311,29 @@ static const op_info registry[] = {
         .schema = "isfinite(Tensor self) -> Tensor",
         .doc =
             "True where an element is neither infinite nor NaN (always true for integers and bool).",
+    },
+    {
+        .schema = "gelu(Tensor self, *, str approximate='none') -> Tensor",
+        .doc =
+            "Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self + 0.044715 * self^3))).",
+    },
+    {
+        .schema =
+            "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+        .doc =
+            "Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.",
+    },
+    {
+        .schema =
+            "gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor",
+        .doc =
+            "Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in public ops (differentiable again).",
+    },
+    {
+        .schema =
+            "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+        .doc =
+            "Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's largest and lowest finite values); integers and bools are copied unchanged.",
     },
     {
         .schema = "eq.Tensor(Tensor self, Tensor other) -> Tensor",

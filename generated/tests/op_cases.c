@@ -1240,7 +1240,7 @@ static yt_tensor *
 call_pow_129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow(inputs[0], yt_float(1.5));
+    return yt_pow(inputs[0], yt_int(2));
 }
 
 static yt_tensor *
@@ -1248,7 +1248,7 @@ inplace_pow_130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_pow_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_pow_(copy, yt_int(2)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -1259,7 +1259,7 @@ static yt_tensor *
 out_pow_131(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_pow_out(out, inputs[0], yt_int(2)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -1270,7 +1270,7 @@ static yt_tensor *
 call_pow_132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow(inputs[0], yt_float(1.5));
+    return yt_pow(inputs[0], yt_int(3));
 }
 
 static yt_tensor *
@@ -1278,7 +1278,7 @@ inplace_pow_133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_pow_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_pow_(copy, yt_int(3)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -1289,7 +1289,7 @@ static yt_tensor *
 out_pow_134(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_pow_out(out, inputs[0], yt_int(3)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -1330,7 +1330,7 @@ static yt_tensor *
 call_pow_138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow(inputs[0], yt_float(1.5));
+    return yt_pow(inputs[0], yt_float(-0.5));
 }
 
 static yt_tensor *
@@ -1338,7 +1338,7 @@ inplace_pow_139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_pow_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_pow_(copy, yt_float(-0.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -1349,7 +1349,7 @@ static yt_tensor *
 out_pow_140(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_pow_out(out, inputs[0], yt_float(-0.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -1357,21 +1357,44 @@ out_pow_140(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_141(yt_tensor *const *inputs, void *ctx)
+call_pow_141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow(inputs[0], yt_float(1.5));
+    return yt_pow(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_pow_tensor_tensor_142(yt_tensor *const *inputs, void *ctx)
+inplace_pow_142(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_pow_(copy, yt_float(2.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_pow_143(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_out(out, inputs[0], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_tensor_tensor_144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-inplace_pow_tensor_tensor_143(yt_tensor *const *inputs, void *ctx)
+inplace_pow_tensor_tensor_145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1380,24 +1403,6 @@ inplace_pow_tensor_tensor_143(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return copy;
-}
-
-static yt_tensor *
-out_pow_tensor_tensor_144(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_pow_tensor_tensor_145(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -1419,19 +1424,7 @@ call_pow_tensor_tensor_147(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_pow_tensor_tensor_148(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_pow_tensor_tensor_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
-}
-
-static yt_tensor *
-out_pow_tensor_tensor_149(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_148(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1442,10 +1435,22 @@ out_pow_tensor_tensor_149(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_tensor_tensor_150(yt_tensor *const *inputs, void *ctx)
+call_pow_tensor_tensor_149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_pow_tensor_tensor_150(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_pow_tensor_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
 }
 
 static yt_tensor *
@@ -1467,7 +1472,25 @@ call_pow_tensor_tensor_152(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_pow_tensor_tensor_153(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_153(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_tensor_tensor_154(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_pow_tensor_tensor_155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1479,7 +1502,7 @@ inplace_pow_tensor_tensor_153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_tensor_tensor_154(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_156(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1490,28 +1513,28 @@ out_pow_tensor_tensor_154(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_tensor_tensor_155(yt_tensor *const *inputs, void *ctx)
+error_pow_tensor_tensor_157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_pow_tensor_tensor_156(yt_tensor *const *inputs, void *ctx)
+error_pow_tensor_tensor_158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_pow_scalar_157(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_scalar(yt_float(1.5), inputs[0]);
 }
 
 static yt_tensor *
-out_pow_scalar_158(yt_tensor *const *inputs, void *ctx)
+out_pow_scalar_160(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_scalar_out(out, yt_float(1.5), inputs[0]) != YT_OK) {
@@ -1522,35 +1545,17 @@ out_pow_scalar_158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_scalar_159(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_scalar(yt_float(2.5), inputs[0]);
-}
-
-static yt_tensor *
-out_pow_scalar_160(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_scalar_out(out, yt_float(2.5), inputs[0]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
 call_pow_scalar_161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar(yt_float(0.5), inputs[0]);
+    return yt_pow_scalar(yt_int(2), inputs[0]);
 }
 
 static yt_tensor *
 out_pow_scalar_162(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_scalar_out(out, yt_float(0.5), inputs[0]) != YT_OK) {
+    if (out != NULL && yt_pow_scalar_out(out, yt_int(2), inputs[0]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -1561,11 +1566,47 @@ static yt_tensor *
 call_pow_scalar_163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar(yt_float(3.0), inputs[0]);
+    return yt_pow_scalar(yt_float(2.5), inputs[0]);
 }
 
 static yt_tensor *
 out_pow_scalar_164(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(2.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(0.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_166(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(0.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_167(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(3.0), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_168(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_scalar_out(out, yt_float(3.0), inputs[0]) != YT_OK) {
@@ -1576,21 +1617,14 @@ out_pow_scalar_164(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_scalar_165(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_scalar(yt_float(1.5), inputs[0]);
-}
-
-static yt_tensor *
-call_maximum_166(yt_tensor *const *inputs, void *ctx)
+call_maximum_169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_maximum_167(yt_tensor *const *inputs, void *ctx)
+out_maximum_170(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1601,14 +1635,14 @@ out_maximum_167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_maximum_168(yt_tensor *const *inputs, void *ctx)
+call_maximum_171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_maximum_169(yt_tensor *const *inputs, void *ctx)
+out_maximum_172(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1619,14 +1653,14 @@ out_maximum_169(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_maximum_170(yt_tensor *const *inputs, void *ctx)
+call_maximum_173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_maximum_171(yt_tensor *const *inputs, void *ctx)
+out_maximum_174(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1637,14 +1671,14 @@ out_maximum_171(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_maximum_172(yt_tensor *const *inputs, void *ctx)
+call_maximum_175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_maximum_173(yt_tensor *const *inputs, void *ctx)
+out_maximum_176(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1655,14 +1689,14 @@ out_maximum_173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_maximum_174(yt_tensor *const *inputs, void *ctx)
+call_maximum_177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_maximum_175(yt_tensor *const *inputs, void *ctx)
+out_maximum_178(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1673,21 +1707,21 @@ out_maximum_175(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_maximum_176(yt_tensor *const *inputs, void *ctx)
+error_maximum_179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maximum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_minimum_177(yt_tensor *const *inputs, void *ctx)
+call_minimum_180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_minimum_178(yt_tensor *const *inputs, void *ctx)
+out_minimum_181(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1698,14 +1732,14 @@ out_minimum_178(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_minimum_179(yt_tensor *const *inputs, void *ctx)
+call_minimum_182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_minimum_180(yt_tensor *const *inputs, void *ctx)
+out_minimum_183(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1716,14 +1750,14 @@ out_minimum_180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_minimum_181(yt_tensor *const *inputs, void *ctx)
+call_minimum_184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_minimum_182(yt_tensor *const *inputs, void *ctx)
+out_minimum_185(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1734,14 +1768,14 @@ out_minimum_182(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_minimum_183(yt_tensor *const *inputs, void *ctx)
+call_minimum_186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_minimum_184(yt_tensor *const *inputs, void *ctx)
+out_minimum_187(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1752,14 +1786,14 @@ out_minimum_184(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_minimum_185(yt_tensor *const *inputs, void *ctx)
+call_minimum_188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_minimum_186(yt_tensor *const *inputs, void *ctx)
+out_minimum_189(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1770,40 +1804,10 @@ out_minimum_186(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_minimum_187(yt_tensor *const *inputs, void *ctx)
+error_minimum_190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_minimum(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_clamp_min_188(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_min(inputs[0], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_clamp_min_189(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
-}
-
-static yt_tensor *
-out_clamp_min_190(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -1897,25 +1901,18 @@ out_clamp_min_199(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_min_200(yt_tensor *const *inputs, void *ctx)
+call_clamp_min_200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_min(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-call_clamp_max_201(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_max(inputs[0], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_clamp_max_202(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_min_201(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -1923,14 +1920,21 @@ inplace_clamp_max_202(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_max_203(yt_tensor *const *inputs, void *ctx)
+out_clamp_min_202(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_clamp_min_203(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -2024,25 +2028,18 @@ out_clamp_max_212(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_max_213(yt_tensor *const *inputs, void *ctx)
+call_clamp_max_213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_max(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-call_clamp_min_tensor_214(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_min_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_min_tensor_215(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_max_214(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2050,14 +2047,21 @@ inplace_clamp_min_tensor_215(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_min_tensor_216(yt_tensor *const *inputs, void *ctx)
+out_clamp_max_215(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_clamp_max_216(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -2068,7 +2072,19 @@ call_clamp_min_tensor_217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_min_tensor_218(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_min_tensor_218(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_219(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2079,22 +2095,10 @@ out_clamp_min_tensor_218(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_min_tensor_219(yt_tensor *const *inputs, void *ctx)
+call_clamp_min_tensor_220(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_min_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_min_tensor_220(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2116,7 +2120,19 @@ call_clamp_min_tensor_222(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_min_tensor_223(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_min_tensor_223(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_224(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2127,22 +2143,10 @@ out_clamp_min_tensor_223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_min_tensor_224(yt_tensor *const *inputs, void *ctx)
+call_clamp_min_tensor_225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_min_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_min_tensor_225(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2157,32 +2161,18 @@ out_clamp_min_tensor_226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_min_tensor_227(yt_tensor *const *inputs, void *ctx)
+call_clamp_min_tensor_227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_min_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_clamp_min_tensor_228(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_min_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_clamp_max_tensor_229(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_max_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_max_tensor_230(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_min_tensor_228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2190,14 +2180,28 @@ inplace_clamp_max_tensor_230(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_max_tensor_231(yt_tensor *const *inputs, void *ctx)
+out_clamp_min_tensor_229(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_clamp_min_tensor_230(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_min_tensor_231(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -2208,7 +2212,19 @@ call_clamp_max_tensor_232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_max_tensor_233(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_max_tensor_233(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_234(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2219,22 +2235,10 @@ out_clamp_max_tensor_233(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_max_tensor_234(yt_tensor *const *inputs, void *ctx)
+call_clamp_max_tensor_235(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_max_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_max_tensor_235(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2256,7 +2260,19 @@ call_clamp_max_tensor_237(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_max_tensor_238(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_max_tensor_238(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_239(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2267,22 +2283,10 @@ out_clamp_max_tensor_238(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_max_tensor_239(yt_tensor *const *inputs, void *ctx)
+call_clamp_max_tensor_240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_max_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_clamp_max_tensor_240(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2297,32 +2301,18 @@ out_clamp_max_tensor_241(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_max_tensor_242(yt_tensor *const *inputs, void *ctx)
+call_clamp_max_tensor_242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_max_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_clamp_max_tensor_243(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_max_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_remainder_244(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_remainder(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_remainder_245(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_max_tensor_243(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2330,14 +2320,28 @@ inplace_remainder_245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_remainder_246(yt_tensor *const *inputs, void *ctx)
+out_clamp_max_tensor_244(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_clamp_max_tensor_245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_max_tensor_246(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -2348,7 +2352,19 @@ call_remainder_247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_remainder_248(yt_tensor *const *inputs, void *ctx)
+inplace_remainder_248(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_249(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2359,22 +2375,10 @@ out_remainder_248(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_remainder_249(yt_tensor *const *inputs, void *ctx)
+call_remainder_250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_remainder(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_remainder_250(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2396,7 +2400,19 @@ call_remainder_252(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_remainder_253(yt_tensor *const *inputs, void *ctx)
+inplace_remainder_253(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_254(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2407,22 +2423,10 @@ out_remainder_253(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_remainder_254(yt_tensor *const *inputs, void *ctx)
+call_remainder_255(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_remainder(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_remainder_255(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2437,32 +2441,18 @@ out_remainder_256(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_remainder_257(yt_tensor *const *inputs, void *ctx)
+call_remainder_257(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_remainder(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_remainder_258(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_remainder(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_remainder_scalar_259(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_remainder_scalar(inputs[0], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_remainder_scalar_260(yt_tensor *const *inputs, void *ctx)
+inplace_remainder_258(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2470,14 +2460,28 @@ inplace_remainder_scalar_260(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_remainder_scalar_261(yt_tensor *const *inputs, void *ctx)
+out_remainder_259(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_remainder_260(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_remainder_261(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -2571,25 +2575,18 @@ out_remainder_scalar_270(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_remainder_scalar_271(yt_tensor *const *inputs, void *ctx)
+call_remainder_scalar_271(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_remainder_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-call_floor_divide_272(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_floor_divide(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_floor_divide_273(yt_tensor *const *inputs, void *ctx)
+inplace_remainder_scalar_272(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2597,14 +2594,21 @@ inplace_floor_divide_273(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_divide_274(yt_tensor *const *inputs, void *ctx)
+out_remainder_scalar_273(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_remainder_scalar_274(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -2615,7 +2619,19 @@ call_floor_divide_275(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_divide_276(yt_tensor *const *inputs, void *ctx)
+inplace_floor_divide_276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_277(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2626,22 +2642,10 @@ out_floor_divide_276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_divide_277(yt_tensor *const *inputs, void *ctx)
+call_floor_divide_278(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor_divide(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_floor_divide_278(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2663,7 +2667,19 @@ call_floor_divide_280(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_divide_281(yt_tensor *const *inputs, void *ctx)
+inplace_floor_divide_281(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_282(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2674,22 +2690,10 @@ out_floor_divide_281(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_divide_282(yt_tensor *const *inputs, void *ctx)
+call_floor_divide_283(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor_divide(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_floor_divide_283(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2704,32 +2708,18 @@ out_floor_divide_284(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_floor_divide_285(yt_tensor *const *inputs, void *ctx)
+call_floor_divide_285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor_divide(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_floor_divide_286(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_floor_divide(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_lerp_287(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_lerp_288(yt_tensor *const *inputs, void *ctx)
+inplace_floor_divide_286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2737,14 +2727,28 @@ inplace_lerp_288(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_289(yt_tensor *const *inputs, void *ctx)
+out_floor_divide_287(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_floor_divide_288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_floor_divide_289(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -2755,7 +2759,19 @@ call_lerp_290(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_291(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_291(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_292(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2766,22 +2782,10 @@ out_lerp_291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_292(yt_tensor *const *inputs, void *ctx)
+call_lerp_293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_lerp_293(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2803,7 +2807,19 @@ call_lerp_295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_296(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_297(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2814,22 +2830,10 @@ out_lerp_296(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_297(yt_tensor *const *inputs, void *ctx)
+call_lerp_298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_lerp_298(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2844,32 +2848,18 @@ out_lerp_299(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lerp_300(yt_tensor *const *inputs, void *ctx)
+call_lerp_300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_lerp_301(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
-call_lerp_tensor_302(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-inplace_lerp_tensor_303(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2877,14 +2867,28 @@ inplace_lerp_tensor_303(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_tensor_304(yt_tensor *const *inputs, void *ctx)
+out_lerp_302(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_lerp_303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_lerp_304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -2895,7 +2899,19 @@ call_lerp_tensor_305(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_tensor_306(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_tensor_306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_307(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2906,22 +2922,10 @@ out_lerp_tensor_306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_tensor_307(yt_tensor *const *inputs, void *ctx)
+call_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-inplace_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -2966,28 +2970,58 @@ out_lerp_tensor_312(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
+call_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_315(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_lerp_tensor_316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_addcmul_315(yt_tensor *const *inputs, void *ctx)
+error_lerp_tensor_317(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_addcmul_318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcmul_316(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2999,7 +3033,7 @@ inplace_addcmul_316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_317(yt_tensor *const *inputs, void *ctx)
+out_addcmul_320(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3011,14 +3045,14 @@ out_addcmul_317(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_318(yt_tensor *const *inputs, void *ctx)
+call_addcmul_321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_addcmul_319(yt_tensor *const *inputs, void *ctx)
+out_addcmul_322(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3030,14 +3064,14 @@ out_addcmul_319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_320(yt_tensor *const *inputs, void *ctx)
+call_addcmul_323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
 }
 
 static yt_tensor *
-inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3049,7 +3083,7 @@ inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_322(yt_tensor *const *inputs, void *ctx)
+out_addcmul_325(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3061,14 +3095,14 @@ out_addcmul_322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_323(yt_tensor *const *inputs, void *ctx)
+call_addcmul_326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcmul_324(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3080,7 +3114,7 @@ inplace_addcmul_324(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_325(yt_tensor *const *inputs, void *ctx)
+out_addcmul_328(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3092,28 +3126,28 @@ out_addcmul_325(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addcmul_326(yt_tensor *const *inputs, void *ctx)
+error_addcmul_329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_addcmul_327(yt_tensor *const *inputs, void *ctx)
+error_addcmul_330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_addcdiv_328(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcdiv_329(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3125,7 +3159,7 @@ inplace_addcdiv_329(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_330(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_333(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3137,14 +3171,14 @@ out_addcdiv_330(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_331(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_addcdiv_332(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3156,14 +3190,14 @@ out_addcdiv_332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_333(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
 }
 
 static yt_tensor *
-inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3175,7 +3209,7 @@ inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3187,14 +3221,14 @@ out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_336(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcdiv_337(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3206,7 +3240,7 @@ inplace_addcdiv_337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_341(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3218,38 +3252,17 @@ out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addcdiv_339(yt_tensor *const *inputs, void *ctx)
+error_addcdiv_342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_addcdiv_340(yt_tensor *const *inputs, void *ctx)
+error_addcdiv_343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-call_pow_scalar_backward_341(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
-}
-
-static yt_tensor *
-call_pow_scalar_backward_342(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
-}
-
-static yt_tensor *
-call_pow_scalar_backward_343(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
@@ -3267,28 +3280,913 @@ call_pow_scalar_backward_345(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_scalar_backward_346(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_backward_346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-error_pow_scalar_backward_347(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_backward_347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_exp_348(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_backward_348(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_349(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_350(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_div_tensor_mode_351(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+inplace_div_tensor_mode_352(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_tensor_mode_(copy, inputs[1], "trunc") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_tensor_mode_353(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_354(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
+}
+
+static yt_tensor *
+out_div_tensor_mode_355(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_356(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
+}
+
+static yt_tensor *
+inplace_div_tensor_mode_357(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_tensor_mode_(copy, inputs[1], "floor") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_tensor_mode_358(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+inplace_div_tensor_mode_360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_tensor_mode_(copy, inputs[1], "trunc") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_tensor_mode_361(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_362(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+inplace_div_tensor_mode_363(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_tensor_mode_(copy, inputs[1], "trunc") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_tensor_mode_364(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
+}
+
+static yt_tensor *
+out_div_tensor_mode_366(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_tensor_mode_367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+inplace_div_tensor_mode_368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_tensor_mode_(copy, inputs[1], NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_tensor_mode_369(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_div_tensor_mode_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_div_tensor_mode_371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+error_div_tensor_mode_372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+call_div_scalar_mode_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_int(2), "trunc");
+}
+
+static yt_tensor *
+inplace_div_scalar_mode_374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_scalar_mode_(copy, yt_int(2), "trunc") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_scalar_mode_375(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(2), "trunc") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_scalar_mode_376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_int(-2), "floor");
+}
+
+static yt_tensor *
+inplace_div_scalar_mode_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_scalar_mode_(copy, yt_int(-2), "floor") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_scalar_mode_378(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(-2), "floor") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_scalar_mode_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_float(1.5), "floor");
+}
+
+static yt_tensor *
+inplace_div_scalar_mode_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_scalar_mode_(copy, yt_float(1.5), "floor") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_scalar_mode_381(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_float(1.5), "floor") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_scalar_mode_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_float(-0.75), "trunc");
+}
+
+static yt_tensor *
+inplace_div_scalar_mode_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_scalar_mode_(copy, yt_float(-0.75), "trunc") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_scalar_mode_384(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_float(-0.75), "trunc") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_div_scalar_mode_385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_int(3), NULL);
+}
+
+static yt_tensor *
+inplace_div_scalar_mode_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_scalar_mode_(copy, yt_int(3), NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_scalar_mode_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(3), NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_div_scalar_mode_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_int(2), "no_such_choice");
+}
+
+static yt_tensor *
+error_div_scalar_mode_389(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_scalar_mode(inputs[0], yt_int(2), "trunc");
+}
+
+static yt_tensor *
+call_clamp_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_ex(inputs[0], &min_value, &max_value);
+}
+
+static yt_tensor *
+inplace_clamp_391(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_ex_(copy, &min_value, &max_value) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_392(yt_tensor *const *inputs, void *ctx)
+{
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_ex_out(out, inputs[0], &min_value, &max_value) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-1.0);
+    return yt_clamp_ex(inputs[0], &min_value, NULL);
+}
+
+static yt_tensor *
+inplace_clamp_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-1.0);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_ex_(copy, &min_value, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_395(yt_tensor *const *inputs, void *ctx)
+{
+    const yt_scalar min_value = yt_float(-1.0);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_ex_out(out, inputs[0], &min_value, NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar max_value = yt_float(1.0);
+    return yt_clamp_ex(inputs[0], NULL, &max_value);
+}
+
+static yt_tensor *
+inplace_clamp_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar max_value = yt_float(1.0);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_ex_(copy, NULL, &max_value) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_398(yt_tensor *const *inputs, void *ctx)
+{
+    const yt_scalar max_value = yt_float(1.0);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_ex_out(out, inputs[0], NULL, &max_value) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(2);
+    return yt_clamp_ex(inputs[0], &min_value, &max_value);
+}
+
+static yt_tensor *
+inplace_clamp_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(2);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_ex_(copy, &min_value, &max_value) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_401(yt_tensor *const *inputs, void *ctx)
+{
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(2);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_ex_out(out, inputs[0], &min_value, &max_value) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(-1);
+    return yt_clamp_ex(inputs[0], &min_value, &max_value);
+}
+
+static yt_tensor *
+inplace_clamp_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(-1);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_ex_(copy, &min_value, &max_value) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_404(yt_tensor *const *inputs, void *ctx)
+{
+    const yt_scalar min_value = yt_int(1);
+    const yt_scalar max_value = yt_int(-1);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_ex_out(out, inputs[0], &min_value, &max_value) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_ex(inputs[0], NULL, NULL);
+}
+
+static yt_tensor *
+error_clamp_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_ex(inputs[0], &min_value, &max_value);
+}
+
+static yt_tensor *
+call_clamp_tensor_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_clamp_tensor_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_tensor_ex_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_tensor_409(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_tensor_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+inplace_clamp_tensor_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_tensor_ex_(copy, inputs[1], NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_tensor_412(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_tensor_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], NULL, inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_tensor_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_tensor_ex_(copy, NULL, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_tensor_415(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], NULL, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_tensor_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_clamp_tensor_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_tensor_ex_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_tensor_418(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_tensor_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], NULL, NULL);
+}
+
+static yt_tensor *
+error_clamp_tensor_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_clamp_tensor_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_clamp_backward_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_backward(inputs[0], inputs[1], &min_value, &max_value);
+}
+
+static yt_tensor *
+call_clamp_backward_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-1.0);
+    return yt_clamp_backward(inputs[0], inputs[1], &min_value, NULL);
+}
+
+static yt_tensor *
+call_clamp_backward_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_backward(inputs[0], inputs[1], NULL, &max_value);
+}
+
+static yt_tensor *
+error_clamp_backward_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_backward(inputs[0], inputs[1], &min_value, &max_value);
+}
+
+static yt_tensor *
+error_clamp_backward_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_backward(inputs[0], inputs[1], &min_value, &max_value);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], NULL);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], NULL, inputs[2]);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_min_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_min_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], NULL);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_min_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_min_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_max_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_clamp_tensor_backward_max_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], NULL, inputs[2]);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_max_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+error_clamp_tensor_backward_max_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
+}
+
+static yt_tensor *
+call_div_rounding_backward_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_rounding_backward(inputs[0], NULL);
+}
+
+static yt_tensor *
+call_div_rounding_backward_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_rounding_backward(inputs[0], "floor");
+}
+
+static yt_tensor *
+error_div_rounding_backward_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_rounding_backward(inputs[0], "no_such_choice");
+}
+
+static yt_tensor *
+error_div_rounding_backward_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_rounding_backward(inputs[0], NULL);
+}
+
+static yt_tensor *
+call_exp_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_349(yt_tensor *const *inputs, void *ctx)
+inplace_exp_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3300,7 +4198,7 @@ inplace_exp_349(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_350(yt_tensor *const *inputs, void *ctx)
+out_exp_446(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -3311,14 +4209,14 @@ out_exp_350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_351(yt_tensor *const *inputs, void *ctx)
+call_exp_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_352(yt_tensor *const *inputs, void *ctx)
+inplace_exp_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3330,7 +4228,7 @@ inplace_exp_352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_353(yt_tensor *const *inputs, void *ctx)
+out_exp_449(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -3341,14 +4239,14 @@ out_exp_353(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_354(yt_tensor *const *inputs, void *ctx)
+call_exp_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_355(yt_tensor *const *inputs, void *ctx)
+inplace_exp_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3360,7 +4258,7 @@ inplace_exp_355(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_356(yt_tensor *const *inputs, void *ctx)
+out_exp_452(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -3371,14 +4269,14 @@ out_exp_356(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_357(yt_tensor *const *inputs, void *ctx)
+call_exp_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_358(yt_tensor *const *inputs, void *ctx)
+inplace_exp_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3390,7 +4288,7 @@ inplace_exp_358(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_359(yt_tensor *const *inputs, void *ctx)
+out_exp_455(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -3401,14 +4299,14 @@ out_exp_359(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_360(yt_tensor *const *inputs, void *ctx)
+call_log_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_361(yt_tensor *const *inputs, void *ctx)
+inplace_log_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3420,7 +4318,7 @@ inplace_log_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_362(yt_tensor *const *inputs, void *ctx)
+out_log_458(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -3431,14 +4329,14 @@ out_log_362(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_363(yt_tensor *const *inputs, void *ctx)
+call_log_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_364(yt_tensor *const *inputs, void *ctx)
+inplace_log_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3450,7 +4348,7 @@ inplace_log_364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_365(yt_tensor *const *inputs, void *ctx)
+out_log_461(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -3461,14 +4359,14 @@ out_log_365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_366(yt_tensor *const *inputs, void *ctx)
+call_log_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_367(yt_tensor *const *inputs, void *ctx)
+inplace_log_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3480,7 +4378,7 @@ inplace_log_367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_368(yt_tensor *const *inputs, void *ctx)
+out_log_464(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -3491,14 +4389,14 @@ out_log_368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_369(yt_tensor *const *inputs, void *ctx)
+call_log_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_370(yt_tensor *const *inputs, void *ctx)
+inplace_log_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3510,7 +4408,7 @@ inplace_log_370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_371(yt_tensor *const *inputs, void *ctx)
+out_log_467(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -3521,14 +4419,14 @@ out_log_371(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_372(yt_tensor *const *inputs, void *ctx)
+call_sqrt_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_373(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3540,7 +4438,7 @@ inplace_sqrt_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_374(yt_tensor *const *inputs, void *ctx)
+out_sqrt_470(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -3551,14 +4449,14 @@ out_sqrt_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_375(yt_tensor *const *inputs, void *ctx)
+call_sqrt_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_376(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3570,7 +4468,7 @@ inplace_sqrt_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_377(yt_tensor *const *inputs, void *ctx)
+out_sqrt_473(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -3581,14 +4479,14 @@ out_sqrt_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_378(yt_tensor *const *inputs, void *ctx)
+call_sqrt_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_379(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3600,7 +4498,7 @@ inplace_sqrt_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_380(yt_tensor *const *inputs, void *ctx)
+out_sqrt_476(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -3611,14 +4509,14 @@ out_sqrt_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_381(yt_tensor *const *inputs, void *ctx)
+call_sqrt_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_382(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3630,7 +4528,7 @@ inplace_sqrt_382(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_383(yt_tensor *const *inputs, void *ctx)
+out_sqrt_479(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -3641,14 +4539,14 @@ out_sqrt_383(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_384(yt_tensor *const *inputs, void *ctx)
+call_relu_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_385(yt_tensor *const *inputs, void *ctx)
+inplace_relu_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3660,7 +4558,7 @@ inplace_relu_385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_386(yt_tensor *const *inputs, void *ctx)
+out_relu_482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -3671,14 +4569,14 @@ out_relu_386(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_387(yt_tensor *const *inputs, void *ctx)
+call_relu_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_388(yt_tensor *const *inputs, void *ctx)
+inplace_relu_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3690,7 +4588,7 @@ inplace_relu_388(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_389(yt_tensor *const *inputs, void *ctx)
+out_relu_485(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -3701,14 +4599,14 @@ out_relu_389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_390(yt_tensor *const *inputs, void *ctx)
+call_relu_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_391(yt_tensor *const *inputs, void *ctx)
+inplace_relu_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3720,7 +4618,7 @@ inplace_relu_391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_392(yt_tensor *const *inputs, void *ctx)
+out_relu_488(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -3731,14 +4629,14 @@ out_relu_392(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_393(yt_tensor *const *inputs, void *ctx)
+call_relu_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_394(yt_tensor *const *inputs, void *ctx)
+inplace_relu_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3750,7 +4648,7 @@ inplace_relu_394(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_395(yt_tensor *const *inputs, void *ctx)
+out_relu_491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -3761,21 +4659,21 @@ out_relu_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_relu_396(yt_tensor *const *inputs, void *ctx)
+error_relu_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-call_sigmoid_397(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_398(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3787,7 +4685,7 @@ inplace_sigmoid_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_399(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_495(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -3798,14 +4696,14 @@ out_sigmoid_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_400(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_401(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3817,7 +4715,7 @@ inplace_sigmoid_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_402(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_498(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -3828,14 +4726,14 @@ out_sigmoid_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_403(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_404(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3847,7 +4745,7 @@ inplace_sigmoid_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_405(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -3858,14 +4756,14 @@ out_sigmoid_405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_406(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_407(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3877,7 +4775,7 @@ inplace_sigmoid_407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_408(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -3888,14 +4786,14 @@ out_sigmoid_408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_409(yt_tensor *const *inputs, void *ctx)
+call_tanh_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_410(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3907,7 +4805,7 @@ inplace_tanh_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_411(yt_tensor *const *inputs, void *ctx)
+out_tanh_507(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -3918,14 +4816,14 @@ out_tanh_411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_412(yt_tensor *const *inputs, void *ctx)
+call_tanh_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_413(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3937,7 +4835,7 @@ inplace_tanh_413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_414(yt_tensor *const *inputs, void *ctx)
+out_tanh_510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -3948,14 +4846,14 @@ out_tanh_414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_415(yt_tensor *const *inputs, void *ctx)
+call_tanh_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_416(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3967,7 +4865,7 @@ inplace_tanh_416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_417(yt_tensor *const *inputs, void *ctx)
+out_tanh_513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -3978,14 +4876,14 @@ out_tanh_417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_418(yt_tensor *const *inputs, void *ctx)
+call_tanh_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_419(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3997,7 +4895,7 @@ inplace_tanh_419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_420(yt_tensor *const *inputs, void *ctx)
+out_tanh_516(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -4008,14 +4906,14 @@ out_tanh_420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_421(yt_tensor *const *inputs, void *ctx)
+call_softplus_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_422(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4027,7 +4925,7 @@ inplace_softplus_422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_423(yt_tensor *const *inputs, void *ctx)
+out_softplus_519(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -4038,14 +4936,14 @@ out_softplus_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_424(yt_tensor *const *inputs, void *ctx)
+call_softplus_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_425(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4057,7 +4955,7 @@ inplace_softplus_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_426(yt_tensor *const *inputs, void *ctx)
+out_softplus_522(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -4068,14 +4966,14 @@ out_softplus_426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_427(yt_tensor *const *inputs, void *ctx)
+call_softplus_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_428(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4087,7 +4985,7 @@ inplace_softplus_428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_429(yt_tensor *const *inputs, void *ctx)
+out_softplus_525(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -4098,14 +4996,14 @@ out_softplus_429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_430(yt_tensor *const *inputs, void *ctx)
+call_softplus_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_431(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4117,7 +5015,7 @@ inplace_softplus_431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_432(yt_tensor *const *inputs, void *ctx)
+out_softplus_528(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -4128,21 +5026,21 @@ out_softplus_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_softplus_433(yt_tensor *const *inputs, void *ctx)
+error_softplus_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-call_clone_434(yt_tensor *const *inputs, void *ctx)
+call_clone_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_435(yt_tensor *const *inputs, void *ctx)
+out_clone_531(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4153,14 +5051,14 @@ out_clone_435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_436(yt_tensor *const *inputs, void *ctx)
+call_clone_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_437(yt_tensor *const *inputs, void *ctx)
+out_clone_533(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4171,14 +5069,14 @@ out_clone_437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_438(yt_tensor *const *inputs, void *ctx)
+call_clone_534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_439(yt_tensor *const *inputs, void *ctx)
+out_clone_535(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4189,14 +5087,14 @@ out_clone_439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_440(yt_tensor *const *inputs, void *ctx)
+call_clone_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_441(yt_tensor *const *inputs, void *ctx)
+out_clone_537(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -4207,14 +5105,14 @@ out_clone_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_442(yt_tensor *const *inputs, void *ctx)
+call_abs_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_443(yt_tensor *const *inputs, void *ctx)
+inplace_abs_539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4226,7 +5124,7 @@ inplace_abs_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_444(yt_tensor *const *inputs, void *ctx)
+out_abs_540(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4237,14 +5135,14 @@ out_abs_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_445(yt_tensor *const *inputs, void *ctx)
+call_abs_541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_446(yt_tensor *const *inputs, void *ctx)
+inplace_abs_542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4256,7 +5154,7 @@ inplace_abs_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_447(yt_tensor *const *inputs, void *ctx)
+out_abs_543(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4267,14 +5165,14 @@ out_abs_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_448(yt_tensor *const *inputs, void *ctx)
+call_abs_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_449(yt_tensor *const *inputs, void *ctx)
+inplace_abs_545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4286,7 +5184,7 @@ inplace_abs_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_450(yt_tensor *const *inputs, void *ctx)
+out_abs_546(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4297,14 +5195,14 @@ out_abs_450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_451(yt_tensor *const *inputs, void *ctx)
+call_abs_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_452(yt_tensor *const *inputs, void *ctx)
+inplace_abs_548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4316,7 +5214,7 @@ inplace_abs_452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_453(yt_tensor *const *inputs, void *ctx)
+out_abs_549(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -4327,21 +5225,21 @@ out_abs_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_abs_454(yt_tensor *const *inputs, void *ctx)
+error_abs_550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-call_sign_455(yt_tensor *const *inputs, void *ctx)
+call_sign_551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_456(yt_tensor *const *inputs, void *ctx)
+inplace_sign_552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4353,7 +5251,7 @@ inplace_sign_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_457(yt_tensor *const *inputs, void *ctx)
+out_sign_553(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4364,14 +5262,14 @@ out_sign_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_458(yt_tensor *const *inputs, void *ctx)
+call_sign_554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_459(yt_tensor *const *inputs, void *ctx)
+inplace_sign_555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4383,7 +5281,7 @@ inplace_sign_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_460(yt_tensor *const *inputs, void *ctx)
+out_sign_556(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4394,14 +5292,14 @@ out_sign_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_461(yt_tensor *const *inputs, void *ctx)
+call_sign_557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_462(yt_tensor *const *inputs, void *ctx)
+inplace_sign_558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4413,7 +5311,7 @@ inplace_sign_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_463(yt_tensor *const *inputs, void *ctx)
+out_sign_559(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4424,14 +5322,14 @@ out_sign_463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_464(yt_tensor *const *inputs, void *ctx)
+call_sign_560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_465(yt_tensor *const *inputs, void *ctx)
+inplace_sign_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4443,7 +5341,7 @@ inplace_sign_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_466(yt_tensor *const *inputs, void *ctx)
+out_sign_562(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -4454,14 +5352,14 @@ out_sign_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_467(yt_tensor *const *inputs, void *ctx)
+call_square_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_468(yt_tensor *const *inputs, void *ctx)
+inplace_square_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4473,7 +5371,7 @@ inplace_square_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_469(yt_tensor *const *inputs, void *ctx)
+out_square_565(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4484,14 +5382,14 @@ out_square_469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_470(yt_tensor *const *inputs, void *ctx)
+call_square_566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_471(yt_tensor *const *inputs, void *ctx)
+inplace_square_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4503,7 +5401,7 @@ inplace_square_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_472(yt_tensor *const *inputs, void *ctx)
+out_square_568(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4514,14 +5412,14 @@ out_square_472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_473(yt_tensor *const *inputs, void *ctx)
+call_square_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_474(yt_tensor *const *inputs, void *ctx)
+inplace_square_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4533,7 +5431,7 @@ inplace_square_474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_475(yt_tensor *const *inputs, void *ctx)
+out_square_571(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4544,14 +5442,14 @@ out_square_475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_476(yt_tensor *const *inputs, void *ctx)
+call_square_572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_477(yt_tensor *const *inputs, void *ctx)
+inplace_square_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4563,7 +5461,7 @@ inplace_square_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_478(yt_tensor *const *inputs, void *ctx)
+out_square_574(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -4574,21 +5472,14 @@ out_square_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_square_479(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_square(inputs[0]);
-}
-
-static yt_tensor *
-call_reciprocal_480(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_481(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4600,7 +5491,7 @@ inplace_reciprocal_481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_482(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_577(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4611,14 +5502,14 @@ out_reciprocal_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_483(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_484(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4630,7 +5521,7 @@ inplace_reciprocal_484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_485(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_580(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4641,14 +5532,14 @@ out_reciprocal_485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_486(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_487(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4660,7 +5551,7 @@ inplace_reciprocal_487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_488(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_583(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4671,14 +5562,14 @@ out_reciprocal_488(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_489(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_490(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4690,7 +5581,7 @@ inplace_reciprocal_490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_491(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_586(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -4701,14 +5592,14 @@ out_reciprocal_491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_492(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_493(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4720,7 +5611,7 @@ inplace_rsqrt_493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_494(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_589(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4731,14 +5622,14 @@ out_rsqrt_494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_495(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_496(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4750,7 +5641,7 @@ inplace_rsqrt_496(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_497(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_592(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4761,14 +5652,14 @@ out_rsqrt_497(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_498(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_499(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4780,7 +5671,7 @@ inplace_rsqrt_499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_500(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_595(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4791,14 +5682,14 @@ out_rsqrt_500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_501(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_502(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4810,7 +5701,7 @@ inplace_rsqrt_502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_503(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_598(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -4821,14 +5712,14 @@ out_rsqrt_503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_504(yt_tensor *const *inputs, void *ctx)
+call_expm1_599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_505(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4840,7 +5731,7 @@ inplace_expm1_505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_506(yt_tensor *const *inputs, void *ctx)
+out_expm1_601(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4851,14 +5742,14 @@ out_expm1_506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_507(yt_tensor *const *inputs, void *ctx)
+call_expm1_602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_508(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4870,7 +5761,7 @@ inplace_expm1_508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_509(yt_tensor *const *inputs, void *ctx)
+out_expm1_604(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4881,14 +5772,14 @@ out_expm1_509(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_510(yt_tensor *const *inputs, void *ctx)
+call_expm1_605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_511(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4900,7 +5791,7 @@ inplace_expm1_511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_512(yt_tensor *const *inputs, void *ctx)
+out_expm1_607(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4911,14 +5802,14 @@ out_expm1_512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_513(yt_tensor *const *inputs, void *ctx)
+call_expm1_608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_514(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4930,7 +5821,7 @@ inplace_expm1_514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_515(yt_tensor *const *inputs, void *ctx)
+out_expm1_610(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -4941,14 +5832,14 @@ out_expm1_515(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_516(yt_tensor *const *inputs, void *ctx)
+call_log1p_611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_517(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4960,7 +5851,7 @@ inplace_log1p_517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_518(yt_tensor *const *inputs, void *ctx)
+out_log1p_613(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -4971,14 +5862,14 @@ out_log1p_518(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_519(yt_tensor *const *inputs, void *ctx)
+call_log1p_614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_520(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4990,7 +5881,7 @@ inplace_log1p_520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_521(yt_tensor *const *inputs, void *ctx)
+out_log1p_616(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5001,14 +5892,14 @@ out_log1p_521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_522(yt_tensor *const *inputs, void *ctx)
+call_log1p_617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_523(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5020,7 +5911,7 @@ inplace_log1p_523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_524(yt_tensor *const *inputs, void *ctx)
+out_log1p_619(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5031,14 +5922,14 @@ out_log1p_524(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_525(yt_tensor *const *inputs, void *ctx)
+call_log1p_620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_526(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5050,7 +5941,7 @@ inplace_log1p_526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_527(yt_tensor *const *inputs, void *ctx)
+out_log1p_622(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5061,14 +5952,14 @@ out_log1p_527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_528(yt_tensor *const *inputs, void *ctx)
+call_log2_623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_529(yt_tensor *const *inputs, void *ctx)
+inplace_log2_624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5080,7 +5971,7 @@ inplace_log2_529(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_530(yt_tensor *const *inputs, void *ctx)
+out_log2_625(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5091,14 +5982,14 @@ out_log2_530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_531(yt_tensor *const *inputs, void *ctx)
+call_log2_626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_532(yt_tensor *const *inputs, void *ctx)
+inplace_log2_627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5110,7 +6001,7 @@ inplace_log2_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_533(yt_tensor *const *inputs, void *ctx)
+out_log2_628(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5121,14 +6012,14 @@ out_log2_533(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_534(yt_tensor *const *inputs, void *ctx)
+call_log2_629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_535(yt_tensor *const *inputs, void *ctx)
+inplace_log2_630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5140,7 +6031,7 @@ inplace_log2_535(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_536(yt_tensor *const *inputs, void *ctx)
+out_log2_631(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5151,14 +6042,14 @@ out_log2_536(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_537(yt_tensor *const *inputs, void *ctx)
+call_log2_632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_538(yt_tensor *const *inputs, void *ctx)
+inplace_log2_633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5170,7 +6061,7 @@ inplace_log2_538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_539(yt_tensor *const *inputs, void *ctx)
+out_log2_634(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -5181,14 +6072,14 @@ out_log2_539(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_540(yt_tensor *const *inputs, void *ctx)
+call_sin_635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_541(yt_tensor *const *inputs, void *ctx)
+inplace_sin_636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5200,7 +6091,7 @@ inplace_sin_541(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_542(yt_tensor *const *inputs, void *ctx)
+out_sin_637(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5211,14 +6102,14 @@ out_sin_542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_543(yt_tensor *const *inputs, void *ctx)
+call_sin_638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_544(yt_tensor *const *inputs, void *ctx)
+inplace_sin_639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5230,7 +6121,7 @@ inplace_sin_544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_545(yt_tensor *const *inputs, void *ctx)
+out_sin_640(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5241,14 +6132,14 @@ out_sin_545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_546(yt_tensor *const *inputs, void *ctx)
+call_sin_641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_547(yt_tensor *const *inputs, void *ctx)
+inplace_sin_642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5260,7 +6151,7 @@ inplace_sin_547(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_548(yt_tensor *const *inputs, void *ctx)
+out_sin_643(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5271,14 +6162,14 @@ out_sin_548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_549(yt_tensor *const *inputs, void *ctx)
+call_sin_644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_550(yt_tensor *const *inputs, void *ctx)
+inplace_sin_645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5290,7 +6181,7 @@ inplace_sin_550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_551(yt_tensor *const *inputs, void *ctx)
+out_sin_646(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -5301,14 +6192,14 @@ out_sin_551(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_552(yt_tensor *const *inputs, void *ctx)
+call_cos_647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_553(yt_tensor *const *inputs, void *ctx)
+inplace_cos_648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5320,7 +6211,7 @@ inplace_cos_553(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_554(yt_tensor *const *inputs, void *ctx)
+out_cos_649(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5331,14 +6222,14 @@ out_cos_554(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_555(yt_tensor *const *inputs, void *ctx)
+call_cos_650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_556(yt_tensor *const *inputs, void *ctx)
+inplace_cos_651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5350,7 +6241,7 @@ inplace_cos_556(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_557(yt_tensor *const *inputs, void *ctx)
+out_cos_652(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5361,14 +6252,14 @@ out_cos_557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_558(yt_tensor *const *inputs, void *ctx)
+call_cos_653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_559(yt_tensor *const *inputs, void *ctx)
+inplace_cos_654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5380,7 +6271,7 @@ inplace_cos_559(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_560(yt_tensor *const *inputs, void *ctx)
+out_cos_655(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5391,14 +6282,14 @@ out_cos_560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_561(yt_tensor *const *inputs, void *ctx)
+call_cos_656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_562(yt_tensor *const *inputs, void *ctx)
+inplace_cos_657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5410,7 +6301,7 @@ inplace_cos_562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_563(yt_tensor *const *inputs, void *ctx)
+out_cos_658(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -5421,14 +6312,14 @@ out_cos_563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_564(yt_tensor *const *inputs, void *ctx)
+call_erf_659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_565(yt_tensor *const *inputs, void *ctx)
+inplace_erf_660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5440,7 +6331,7 @@ inplace_erf_565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_566(yt_tensor *const *inputs, void *ctx)
+out_erf_661(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5451,14 +6342,14 @@ out_erf_566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_567(yt_tensor *const *inputs, void *ctx)
+call_erf_662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_568(yt_tensor *const *inputs, void *ctx)
+inplace_erf_663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5470,7 +6361,7 @@ inplace_erf_568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_569(yt_tensor *const *inputs, void *ctx)
+out_erf_664(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5481,14 +6372,14 @@ out_erf_569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_570(yt_tensor *const *inputs, void *ctx)
+call_erf_665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_571(yt_tensor *const *inputs, void *ctx)
+inplace_erf_666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5500,7 +6391,7 @@ inplace_erf_571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_572(yt_tensor *const *inputs, void *ctx)
+out_erf_667(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5511,14 +6402,14 @@ out_erf_572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_573(yt_tensor *const *inputs, void *ctx)
+call_erf_668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_574(yt_tensor *const *inputs, void *ctx)
+inplace_erf_669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5530,7 +6421,7 @@ inplace_erf_574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_575(yt_tensor *const *inputs, void *ctx)
+out_erf_670(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -5541,14 +6432,14 @@ out_erf_575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_576(yt_tensor *const *inputs, void *ctx)
+call_floor_671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_577(yt_tensor *const *inputs, void *ctx)
+inplace_floor_672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5560,7 +6451,7 @@ inplace_floor_577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_578(yt_tensor *const *inputs, void *ctx)
+out_floor_673(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5571,14 +6462,14 @@ out_floor_578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_579(yt_tensor *const *inputs, void *ctx)
+call_floor_674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_580(yt_tensor *const *inputs, void *ctx)
+inplace_floor_675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5590,7 +6481,7 @@ inplace_floor_580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_581(yt_tensor *const *inputs, void *ctx)
+out_floor_676(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5601,14 +6492,14 @@ out_floor_581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_582(yt_tensor *const *inputs, void *ctx)
+call_floor_677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_583(yt_tensor *const *inputs, void *ctx)
+inplace_floor_678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5620,7 +6511,7 @@ inplace_floor_583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_584(yt_tensor *const *inputs, void *ctx)
+out_floor_679(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5631,14 +6522,14 @@ out_floor_584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_585(yt_tensor *const *inputs, void *ctx)
+call_floor_680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_586(yt_tensor *const *inputs, void *ctx)
+inplace_floor_681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5650,7 +6541,7 @@ inplace_floor_586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_587(yt_tensor *const *inputs, void *ctx)
+out_floor_682(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -5661,21 +6552,21 @@ out_floor_587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_floor_588(yt_tensor *const *inputs, void *ctx)
+error_floor_683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-call_ceil_589(yt_tensor *const *inputs, void *ctx)
+call_ceil_684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_590(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5687,7 +6578,7 @@ inplace_ceil_590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_591(yt_tensor *const *inputs, void *ctx)
+out_ceil_686(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5698,14 +6589,14 @@ out_ceil_591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_592(yt_tensor *const *inputs, void *ctx)
+call_ceil_687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_593(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5717,7 +6608,7 @@ inplace_ceil_593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_594(yt_tensor *const *inputs, void *ctx)
+out_ceil_689(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5728,14 +6619,14 @@ out_ceil_594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_595(yt_tensor *const *inputs, void *ctx)
+call_ceil_690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_596(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5747,7 +6638,7 @@ inplace_ceil_596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_597(yt_tensor *const *inputs, void *ctx)
+out_ceil_692(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5758,14 +6649,14 @@ out_ceil_597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_598(yt_tensor *const *inputs, void *ctx)
+call_ceil_693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_599(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5777,7 +6668,7 @@ inplace_ceil_599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_600(yt_tensor *const *inputs, void *ctx)
+out_ceil_695(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -5788,21 +6679,21 @@ out_ceil_600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ceil_601(yt_tensor *const *inputs, void *ctx)
+error_ceil_696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-call_round_602(yt_tensor *const *inputs, void *ctx)
+call_round_697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_603(yt_tensor *const *inputs, void *ctx)
+inplace_round_698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5814,7 +6705,7 @@ inplace_round_603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_604(yt_tensor *const *inputs, void *ctx)
+out_round_699(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5825,14 +6716,14 @@ out_round_604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_605(yt_tensor *const *inputs, void *ctx)
+call_round_700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_606(yt_tensor *const *inputs, void *ctx)
+inplace_round_701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5844,7 +6735,7 @@ inplace_round_606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_607(yt_tensor *const *inputs, void *ctx)
+out_round_702(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5855,14 +6746,14 @@ out_round_607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_608(yt_tensor *const *inputs, void *ctx)
+call_round_703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_609(yt_tensor *const *inputs, void *ctx)
+inplace_round_704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5874,7 +6765,7 @@ inplace_round_609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_610(yt_tensor *const *inputs, void *ctx)
+out_round_705(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5885,14 +6776,14 @@ out_round_610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_611(yt_tensor *const *inputs, void *ctx)
+call_round_706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_612(yt_tensor *const *inputs, void *ctx)
+inplace_round_707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5904,7 +6795,7 @@ inplace_round_612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_613(yt_tensor *const *inputs, void *ctx)
+out_round_708(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -5915,21 +6806,21 @@ out_round_613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_round_614(yt_tensor *const *inputs, void *ctx)
+error_round_709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-call_trunc_615(yt_tensor *const *inputs, void *ctx)
+call_trunc_710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_616(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5941,7 +6832,7 @@ inplace_trunc_616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_617(yt_tensor *const *inputs, void *ctx)
+out_trunc_712(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -5952,14 +6843,14 @@ out_trunc_617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_618(yt_tensor *const *inputs, void *ctx)
+call_trunc_713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_619(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5971,7 +6862,7 @@ inplace_trunc_619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_620(yt_tensor *const *inputs, void *ctx)
+out_trunc_715(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -5982,14 +6873,14 @@ out_trunc_620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_621(yt_tensor *const *inputs, void *ctx)
+call_trunc_716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_622(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6001,7 +6892,7 @@ inplace_trunc_622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_623(yt_tensor *const *inputs, void *ctx)
+out_trunc_718(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6012,14 +6903,14 @@ out_trunc_623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_624(yt_tensor *const *inputs, void *ctx)
+call_trunc_719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_625(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6031,7 +6922,7 @@ inplace_trunc_625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_626(yt_tensor *const *inputs, void *ctx)
+out_trunc_721(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6042,21 +6933,21 @@ out_trunc_626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_trunc_627(yt_tensor *const *inputs, void *ctx)
+error_trunc_722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-call_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6068,7 +6959,7 @@ inplace_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_725(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6079,14 +6970,14 @@ out_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6098,7 +6989,7 @@ inplace_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_728(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6109,14 +7000,14 @@ out_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6128,7 +7019,7 @@ inplace_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_731(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6139,14 +7030,14 @@ out_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6158,7 +7049,7 @@ inplace_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_734(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -6169,70 +7060,70 @@ out_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_leaky_relu_640(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-call_leaky_relu_backward_641(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_leaky_relu_backward_642(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_leaky_relu_backward_643(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_leaky_relu_backward_644(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_leaky_relu_backward_645(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_leaky_relu_backward_646(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_backward_741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_leaky_relu_backward_647(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_backward_742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_elu_648(yt_tensor *const *inputs, void *ctx)
+call_elu_743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_649(yt_tensor *const *inputs, void *ctx)
+inplace_elu_744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6244,7 +7135,7 @@ inplace_elu_649(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_650(yt_tensor *const *inputs, void *ctx)
+out_elu_745(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6255,14 +7146,14 @@ out_elu_650(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_651(yt_tensor *const *inputs, void *ctx)
+call_elu_746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_652(yt_tensor *const *inputs, void *ctx)
+inplace_elu_747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6274,7 +7165,7 @@ inplace_elu_652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_653(yt_tensor *const *inputs, void *ctx)
+out_elu_748(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6285,14 +7176,14 @@ out_elu_653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_654(yt_tensor *const *inputs, void *ctx)
+call_elu_749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_655(yt_tensor *const *inputs, void *ctx)
+inplace_elu_750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6304,7 +7195,7 @@ inplace_elu_655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_656(yt_tensor *const *inputs, void *ctx)
+out_elu_751(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6315,14 +7206,14 @@ out_elu_656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_657(yt_tensor *const *inputs, void *ctx)
+call_elu_752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_658(yt_tensor *const *inputs, void *ctx)
+inplace_elu_753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6334,7 +7225,7 @@ inplace_elu_658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_659(yt_tensor *const *inputs, void *ctx)
+out_elu_754(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -6345,70 +7236,70 @@ out_elu_659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_elu_660(yt_tensor *const *inputs, void *ctx)
+error_elu_755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-call_elu_backward_661(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_elu_backward_662(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_elu_backward_663(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_elu_backward_664(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_elu_backward_665(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-error_elu_backward_666(yt_tensor *const *inputs, void *ctx)
+error_elu_backward_761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-error_elu_backward_667(yt_tensor *const *inputs, void *ctx)
+error_elu_backward_762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
-call_silu_668(yt_tensor *const *inputs, void *ctx)
+call_silu_763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_669(yt_tensor *const *inputs, void *ctx)
+inplace_silu_764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6420,7 +7311,7 @@ inplace_silu_669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_670(yt_tensor *const *inputs, void *ctx)
+out_silu_765(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6431,14 +7322,14 @@ out_silu_670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_671(yt_tensor *const *inputs, void *ctx)
+call_silu_766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_672(yt_tensor *const *inputs, void *ctx)
+inplace_silu_767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6450,7 +7341,7 @@ inplace_silu_672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_673(yt_tensor *const *inputs, void *ctx)
+out_silu_768(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6461,14 +7352,14 @@ out_silu_673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_674(yt_tensor *const *inputs, void *ctx)
+call_silu_769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_675(yt_tensor *const *inputs, void *ctx)
+inplace_silu_770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6480,7 +7371,7 @@ inplace_silu_675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_676(yt_tensor *const *inputs, void *ctx)
+out_silu_771(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6491,14 +7382,14 @@ out_silu_676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_677(yt_tensor *const *inputs, void *ctx)
+call_silu_772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_678(yt_tensor *const *inputs, void *ctx)
+inplace_silu_773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6510,7 +7401,7 @@ inplace_silu_678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_679(yt_tensor *const *inputs, void *ctx)
+out_silu_774(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -6521,77 +7412,431 @@ out_silu_679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_silu_680(yt_tensor *const *inputs, void *ctx)
+error_silu_775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-call_isnan_681(yt_tensor *const *inputs, void *ctx)
+call_isnan_776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
-call_isnan_682(yt_tensor *const *inputs, void *ctx)
+call_isnan_777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
-call_isnan_683(yt_tensor *const *inputs, void *ctx)
+call_isnan_778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
-call_isnan_684(yt_tensor *const *inputs, void *ctx)
+call_isnan_779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
-call_isfinite_685(yt_tensor *const *inputs, void *ctx)
+call_isfinite_780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isfinite(inputs[0]);
 }
 
 static yt_tensor *
-call_isfinite_686(yt_tensor *const *inputs, void *ctx)
+call_isfinite_781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isfinite(inputs[0]);
 }
 
 static yt_tensor *
-call_isfinite_687(yt_tensor *const *inputs, void *ctx)
+call_isfinite_782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isfinite(inputs[0]);
 }
 
 static yt_tensor *
-call_isfinite_688(yt_tensor *const *inputs, void *ctx)
+call_isfinite_783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_isfinite(inputs[0]);
 }
 
 static yt_tensor *
-call_eq_689(yt_tensor *const *inputs, void *ctx)
+call_gelu_784(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], NULL);
+}
+
+static yt_tensor *
+inplace_gelu_785(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_gelu_ex_(copy, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_gelu_786(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gelu_ex_out(out, inputs[0], NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gelu_787(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], "tanh");
+}
+
+static yt_tensor *
+inplace_gelu_788(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_gelu_ex_(copy, "tanh") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_gelu_789(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gelu_790(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], "tanh");
+}
+
+static yt_tensor *
+inplace_gelu_791(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_gelu_ex_(copy, "tanh") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_gelu_792(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gelu_793(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], NULL);
+}
+
+static yt_tensor *
+inplace_gelu_794(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_gelu_ex_(copy, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_gelu_795(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gelu_ex_out(out, inputs[0], NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gelu_796(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], "tanh");
+}
+
+static yt_tensor *
+inplace_gelu_797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_gelu_ex_(copy, "tanh") != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_gelu_798(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gelu_799(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], "no_such_choice");
+}
+
+static yt_tensor *
+error_gelu_800(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_ex(inputs[0], NULL);
+}
+
+static yt_tensor *
+call_gelu_backward_801(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_gelu_backward_802(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], "tanh");
+}
+
+static yt_tensor *
+call_gelu_backward_803(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], "tanh");
+}
+
+static yt_tensor *
+call_gelu_backward_804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_gelu_backward_805(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_gelu_backward_806(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_gelu_backward_807(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_gelu_backward_808(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_nan_to_num_809(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nan_to_num_ex(inputs[0], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+inplace_nan_to_num_810(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_nan_to_num_ex_(copy, NULL, NULL, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_nan_to_num_811(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_nan_to_num_ex_out(out, inputs[0], NULL, NULL, NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_nan_to_num_812(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const double nan_value = 1.0;
+    const double posinf_value = 2.0;
+    const double neginf_value = -2.0;
+    return yt_nan_to_num_ex(inputs[0], &nan_value, &posinf_value, &neginf_value);
+}
+
+static yt_tensor *
+inplace_nan_to_num_813(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const double nan_value = 1.0;
+    const double posinf_value = 2.0;
+    const double neginf_value = -2.0;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL &&
+        yt_nan_to_num_ex_(copy, &nan_value, &posinf_value, &neginf_value) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_nan_to_num_814(yt_tensor *const *inputs, void *ctx)
+{
+    const double nan_value = 1.0;
+    const double posinf_value = 2.0;
+    const double neginf_value = -2.0;
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_nan_to_num_ex_out(out, inputs[0], &nan_value, &posinf_value, &neginf_value) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_nan_to_num_815(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nan_to_num_ex(inputs[0], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+inplace_nan_to_num_816(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_nan_to_num_ex_(copy, NULL, NULL, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_nan_to_num_817(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_nan_to_num_ex_out(out, inputs[0], NULL, NULL, NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_nan_to_num_818(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const double nan_value = 0.5;
+    return yt_nan_to_num_ex(inputs[0], &nan_value, NULL, NULL);
+}
+
+static yt_tensor *
+inplace_nan_to_num_819(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const double nan_value = 0.5;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_nan_to_num_ex_(copy, &nan_value, NULL, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_nan_to_num_820(yt_tensor *const *inputs, void *ctx)
+{
+    const double nan_value = 0.5;
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_nan_to_num_ex_out(out, inputs[0], &nan_value, NULL, NULL) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_eq_821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_690(yt_tensor *const *inputs, void *ctx)
+out_eq_822(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6602,14 +7847,14 @@ out_eq_690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_691(yt_tensor *const *inputs, void *ctx)
+call_eq_823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_692(yt_tensor *const *inputs, void *ctx)
+out_eq_824(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6620,14 +7865,14 @@ out_eq_692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_693(yt_tensor *const *inputs, void *ctx)
+call_eq_825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_694(yt_tensor *const *inputs, void *ctx)
+out_eq_826(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6638,14 +7883,14 @@ out_eq_694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_695(yt_tensor *const *inputs, void *ctx)
+call_eq_827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_696(yt_tensor *const *inputs, void *ctx)
+out_eq_828(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6656,14 +7901,14 @@ out_eq_696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_697(yt_tensor *const *inputs, void *ctx)
+call_eq_829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_698(yt_tensor *const *inputs, void *ctx)
+out_eq_830(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6674,21 +7919,21 @@ out_eq_698(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_699(yt_tensor *const *inputs, void *ctx)
+error_eq_831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_833(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6699,14 +7944,14 @@ out_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_835(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6717,14 +7962,14 @@ out_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_837(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6735,14 +7980,14 @@ out_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_707(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_839(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6753,14 +7998,14 @@ out_eq_scalar_707(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_708(yt_tensor *const *inputs, void *ctx)
+call_lt_840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_709(yt_tensor *const *inputs, void *ctx)
+out_lt_841(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6771,14 +8016,14 @@ out_lt_709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_710(yt_tensor *const *inputs, void *ctx)
+call_lt_842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_711(yt_tensor *const *inputs, void *ctx)
+out_lt_843(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6789,14 +8034,14 @@ out_lt_711(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_712(yt_tensor *const *inputs, void *ctx)
+call_lt_844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_713(yt_tensor *const *inputs, void *ctx)
+out_lt_845(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6807,14 +8052,14 @@ out_lt_713(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_714(yt_tensor *const *inputs, void *ctx)
+call_lt_846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_715(yt_tensor *const *inputs, void *ctx)
+out_lt_847(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6825,14 +8070,14 @@ out_lt_715(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_716(yt_tensor *const *inputs, void *ctx)
+call_lt_848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_717(yt_tensor *const *inputs, void *ctx)
+out_lt_849(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6843,21 +8088,21 @@ out_lt_717(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_718(yt_tensor *const *inputs, void *ctx)
+error_lt_850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_852(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6868,14 +8113,14 @@ out_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_854(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6886,14 +8131,14 @@ out_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_856(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6904,14 +8149,14 @@ out_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_726(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_858(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -6922,14 +8167,14 @@ out_lt_scalar_726(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_727(yt_tensor *const *inputs, void *ctx)
+call_gt_859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_728(yt_tensor *const *inputs, void *ctx)
+out_gt_860(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6940,14 +8185,14 @@ out_gt_728(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_729(yt_tensor *const *inputs, void *ctx)
+call_gt_861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_730(yt_tensor *const *inputs, void *ctx)
+out_gt_862(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6958,14 +8203,14 @@ out_gt_730(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_731(yt_tensor *const *inputs, void *ctx)
+call_gt_863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_732(yt_tensor *const *inputs, void *ctx)
+out_gt_864(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6976,14 +8221,14 @@ out_gt_732(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_733(yt_tensor *const *inputs, void *ctx)
+call_gt_865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_734(yt_tensor *const *inputs, void *ctx)
+out_gt_866(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -6994,14 +8239,14 @@ out_gt_734(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_735(yt_tensor *const *inputs, void *ctx)
+call_gt_867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_736(yt_tensor *const *inputs, void *ctx)
+out_gt_868(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7012,21 +8257,21 @@ out_gt_736(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_737(yt_tensor *const *inputs, void *ctx)
+error_gt_869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_871(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7037,14 +8282,14 @@ out_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_873(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7055,14 +8300,14 @@ out_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_875(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7073,14 +8318,14 @@ out_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_745(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_877(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7091,14 +8336,14 @@ out_gt_scalar_745(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_746(yt_tensor *const *inputs, void *ctx)
+call_where_878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_747(yt_tensor *const *inputs, void *ctx)
+out_where_879(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7109,14 +8354,14 @@ out_where_747(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_748(yt_tensor *const *inputs, void *ctx)
+call_where_880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_749(yt_tensor *const *inputs, void *ctx)
+out_where_881(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7127,14 +8372,14 @@ out_where_749(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_750(yt_tensor *const *inputs, void *ctx)
+call_where_882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_751(yt_tensor *const *inputs, void *ctx)
+out_where_883(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -7145,28 +8390,28 @@ out_where_751(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_where_752(yt_tensor *const *inputs, void *ctx)
+error_where_884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_where_753(yt_tensor *const *inputs, void *ctx)
+error_where_885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_ne_754(yt_tensor *const *inputs, void *ctx)
+call_ne_886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_755(yt_tensor *const *inputs, void *ctx)
+out_ne_887(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7177,14 +8422,14 @@ out_ne_755(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_756(yt_tensor *const *inputs, void *ctx)
+call_ne_888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_757(yt_tensor *const *inputs, void *ctx)
+out_ne_889(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7195,14 +8440,14 @@ out_ne_757(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_758(yt_tensor *const *inputs, void *ctx)
+call_ne_890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_759(yt_tensor *const *inputs, void *ctx)
+out_ne_891(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7213,14 +8458,14 @@ out_ne_759(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_760(yt_tensor *const *inputs, void *ctx)
+call_ne_892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_761(yt_tensor *const *inputs, void *ctx)
+out_ne_893(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7231,14 +8476,14 @@ out_ne_761(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_762(yt_tensor *const *inputs, void *ctx)
+call_ne_894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_763(yt_tensor *const *inputs, void *ctx)
+out_ne_895(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7249,21 +8494,21 @@ out_ne_763(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ne_764(yt_tensor *const *inputs, void *ctx)
+error_ne_896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_898(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7274,14 +8519,14 @@ out_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_900(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7292,14 +8537,14 @@ out_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_902(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7310,14 +8555,14 @@ out_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_772(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_904(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7328,14 +8573,14 @@ out_ne_scalar_772(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_773(yt_tensor *const *inputs, void *ctx)
+call_le_905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_774(yt_tensor *const *inputs, void *ctx)
+out_le_906(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7346,14 +8591,14 @@ out_le_774(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_775(yt_tensor *const *inputs, void *ctx)
+call_le_907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_776(yt_tensor *const *inputs, void *ctx)
+out_le_908(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7364,14 +8609,14 @@ out_le_776(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_777(yt_tensor *const *inputs, void *ctx)
+call_le_909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_778(yt_tensor *const *inputs, void *ctx)
+out_le_910(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7382,14 +8627,14 @@ out_le_778(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_779(yt_tensor *const *inputs, void *ctx)
+call_le_911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_780(yt_tensor *const *inputs, void *ctx)
+out_le_912(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7400,14 +8645,14 @@ out_le_780(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_781(yt_tensor *const *inputs, void *ctx)
+call_le_913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_782(yt_tensor *const *inputs, void *ctx)
+out_le_914(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7418,21 +8663,21 @@ out_le_782(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_le_783(yt_tensor *const *inputs, void *ctx)
+error_le_915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_le_scalar_784(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_785(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_917(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7443,14 +8688,14 @@ out_le_scalar_785(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_786(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_787(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_919(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7461,14 +8706,14 @@ out_le_scalar_787(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_788(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_789(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_921(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7479,14 +8724,14 @@ out_le_scalar_789(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_790(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_791(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_923(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7497,14 +8742,14 @@ out_le_scalar_791(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_792(yt_tensor *const *inputs, void *ctx)
+call_ge_924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_793(yt_tensor *const *inputs, void *ctx)
+out_ge_925(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7515,14 +8760,14 @@ out_ge_793(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_794(yt_tensor *const *inputs, void *ctx)
+call_ge_926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_795(yt_tensor *const *inputs, void *ctx)
+out_ge_927(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7533,14 +8778,14 @@ out_ge_795(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_796(yt_tensor *const *inputs, void *ctx)
+call_ge_928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_797(yt_tensor *const *inputs, void *ctx)
+out_ge_929(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7551,14 +8796,14 @@ out_ge_797(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_798(yt_tensor *const *inputs, void *ctx)
+call_ge_930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_799(yt_tensor *const *inputs, void *ctx)
+out_ge_931(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7569,14 +8814,14 @@ out_ge_799(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_800(yt_tensor *const *inputs, void *ctx)
+call_ge_932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_801(yt_tensor *const *inputs, void *ctx)
+out_ge_933(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7587,21 +8832,21 @@ out_ge_801(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ge_802(yt_tensor *const *inputs, void *ctx)
+error_ge_934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_936(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7612,14 +8857,14 @@ out_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_938(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7630,14 +8875,14 @@ out_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_940(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7648,14 +8893,14 @@ out_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_810(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_942(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7666,14 +8911,14 @@ out_ge_scalar_810(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_811(yt_tensor *const *inputs, void *ctx)
+call_logical_and_943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_812(yt_tensor *const *inputs, void *ctx)
+out_logical_and_944(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7684,14 +8929,14 @@ out_logical_and_812(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_813(yt_tensor *const *inputs, void *ctx)
+call_logical_and_945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_814(yt_tensor *const *inputs, void *ctx)
+out_logical_and_946(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7702,14 +8947,14 @@ out_logical_and_814(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_815(yt_tensor *const *inputs, void *ctx)
+call_logical_and_947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_816(yt_tensor *const *inputs, void *ctx)
+out_logical_and_948(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7720,14 +8965,14 @@ out_logical_and_816(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_817(yt_tensor *const *inputs, void *ctx)
+call_logical_and_949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_818(yt_tensor *const *inputs, void *ctx)
+out_logical_and_950(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7738,14 +8983,14 @@ out_logical_and_818(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_819(yt_tensor *const *inputs, void *ctx)
+call_logical_and_951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_820(yt_tensor *const *inputs, void *ctx)
+out_logical_and_952(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7756,21 +9001,21 @@ out_logical_and_820(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_and_821(yt_tensor *const *inputs, void *ctx)
+error_logical_and_953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_or_822(yt_tensor *const *inputs, void *ctx)
+call_logical_or_954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_823(yt_tensor *const *inputs, void *ctx)
+out_logical_or_955(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7781,14 +9026,14 @@ out_logical_or_823(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_824(yt_tensor *const *inputs, void *ctx)
+call_logical_or_956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_825(yt_tensor *const *inputs, void *ctx)
+out_logical_or_957(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7799,14 +9044,14 @@ out_logical_or_825(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_826(yt_tensor *const *inputs, void *ctx)
+call_logical_or_958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_827(yt_tensor *const *inputs, void *ctx)
+out_logical_or_959(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7817,14 +9062,14 @@ out_logical_or_827(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_828(yt_tensor *const *inputs, void *ctx)
+call_logical_or_960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_829(yt_tensor *const *inputs, void *ctx)
+out_logical_or_961(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7835,14 +9080,14 @@ out_logical_or_829(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_830(yt_tensor *const *inputs, void *ctx)
+call_logical_or_962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_831(yt_tensor *const *inputs, void *ctx)
+out_logical_or_963(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7853,21 +9098,21 @@ out_logical_or_831(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_or_832(yt_tensor *const *inputs, void *ctx)
+error_logical_or_964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_xor_833(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_834(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_966(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7878,14 +9123,14 @@ out_logical_xor_834(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_835(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_836(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_968(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7896,14 +9141,14 @@ out_logical_xor_836(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_837(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_838(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_970(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7914,14 +9159,14 @@ out_logical_xor_838(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_839(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_840(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_972(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7932,14 +9177,14 @@ out_logical_xor_840(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_841(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_842(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_974(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7950,21 +9195,21 @@ out_logical_xor_842(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_xor_843(yt_tensor *const *inputs, void *ctx)
+error_logical_xor_975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_not_844(yt_tensor *const *inputs, void *ctx)
+call_logical_not_976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_845(yt_tensor *const *inputs, void *ctx)
+out_logical_not_977(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -7975,14 +9220,14 @@ out_logical_not_845(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_846(yt_tensor *const *inputs, void *ctx)
+call_logical_not_978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_847(yt_tensor *const *inputs, void *ctx)
+out_logical_not_979(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -7993,14 +9238,14 @@ out_logical_not_847(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_848(yt_tensor *const *inputs, void *ctx)
+call_logical_not_980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_849(yt_tensor *const *inputs, void *ctx)
+out_logical_not_981(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -8011,14 +9256,14 @@ out_logical_not_849(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_850(yt_tensor *const *inputs, void *ctx)
+call_logical_not_982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_851(yt_tensor *const *inputs, void *ctx)
+out_logical_not_983(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -8029,14 +9274,14 @@ out_logical_not_851(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_852(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_masked_fill_853(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8048,14 +9293,14 @@ inplace_masked_fill_853(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_854(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-inplace_masked_fill_855(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8067,14 +9312,14 @@ inplace_masked_fill_855(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_856(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(0.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_857(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8086,14 +9331,14 @@ inplace_masked_fill_857(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_858(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_859(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8105,28 +9350,28 @@ inplace_masked_fill_859(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_fill_860(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_masked_fill_861(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8138,14 +9383,14 @@ inplace_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8157,14 +9402,14 @@ inplace_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -8176,56 +9421,56 @@ inplace_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_fill_tensor_868(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_tensor_1000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_masked_fill_tensor_869(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_tensor_1001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_masked_fill_tensor_870(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_tensor_1002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_sum_871(yt_tensor *const *inputs, void *ctx)
+call_sum_1003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_872(yt_tensor *const *inputs, void *ctx)
+call_sum_1004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_873(yt_tensor *const *inputs, void *ctx)
+call_sum_1005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_874(yt_tensor *const *inputs, void *ctx)
+call_sum_1006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_dim_875(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8233,7 +9478,7 @@ call_sum_dim_875(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_876(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1008(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8245,7 +9490,7 @@ out_sum_dim_876(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_877(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1009(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8253,7 +9498,7 @@ call_sum_dim_877(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_878(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1010(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8265,7 +9510,7 @@ out_sum_dim_878(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_879(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1011(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -8273,7 +9518,7 @@ call_sum_dim_879(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_880(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1012(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8285,7 +9530,7 @@ out_sum_dim_880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_881(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1013(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -8293,7 +9538,7 @@ call_sum_dim_881(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_882(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1014(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8305,7 +9550,7 @@ out_sum_dim_882(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_883(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_1015(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -8313,35 +9558,35 @@ error_sum_dim_883(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_884(yt_tensor *const *inputs, void *ctx)
+call_mean_1016(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_885(yt_tensor *const *inputs, void *ctx)
+call_mean_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_886(yt_tensor *const *inputs, void *ctx)
+call_mean_1018(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_mean_887(yt_tensor *const *inputs, void *ctx)
+error_mean_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_888(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1020(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8349,7 +9594,7 @@ call_mean_dim_888(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_889(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1021(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8361,7 +9606,7 @@ out_mean_dim_889(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_890(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1022(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8369,7 +9614,7 @@ call_mean_dim_890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_891(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1023(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8381,7 +9626,7 @@ out_mean_dim_891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1024(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8389,7 +9634,7 @@ error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_893(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -8397,7 +9642,7 @@ error_mean_dim_893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_894(yt_tensor *const *inputs, void *ctx)
+call_amax_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -8405,7 +9650,7 @@ call_amax_894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_895(yt_tensor *const *inputs, void *ctx)
+out_amax_1027(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8417,7 +9662,7 @@ out_amax_895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_896(yt_tensor *const *inputs, void *ctx)
+call_amax_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -8425,7 +9670,7 @@ call_amax_896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_897(yt_tensor *const *inputs, void *ctx)
+out_amax_1029(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -8437,14 +9682,14 @@ out_amax_897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_898(yt_tensor *const *inputs, void *ctx)
+call_amax_1030(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_899(yt_tensor *const *inputs, void *ctx)
+out_amax_1031(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -8455,7 +9700,7 @@ out_amax_899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_900(yt_tensor *const *inputs, void *ctx)
+error_amax_1032(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -8463,14 +9708,14 @@ error_amax_900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_901(yt_tensor *const *inputs, void *ctx)
+call_mm_1033(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_902(yt_tensor *const *inputs, void *ctx)
+out_mm_1034(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8481,14 +9726,14 @@ out_mm_902(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_903(yt_tensor *const *inputs, void *ctx)
+call_mm_1035(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_904(yt_tensor *const *inputs, void *ctx)
+out_mm_1036(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8499,14 +9744,14 @@ out_mm_904(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_905(yt_tensor *const *inputs, void *ctx)
+call_mm_1037(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_906(yt_tensor *const *inputs, void *ctx)
+out_mm_1038(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8517,14 +9762,14 @@ out_mm_906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_907(yt_tensor *const *inputs, void *ctx)
+call_mm_1039(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_908(yt_tensor *const *inputs, void *ctx)
+out_mm_1040(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8535,140 +9780,140 @@ out_mm_908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_909(yt_tensor *const *inputs, void *ctx)
+error_mm_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_910(yt_tensor *const *inputs, void *ctx)
+error_mm_1042(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_911(yt_tensor *const *inputs, void *ctx)
+error_mm_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_912(yt_tensor *const *inputs, void *ctx)
+error_mm_1044(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_913(yt_tensor *const *inputs, void *ctx)
+call_matmul_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_914(yt_tensor *const *inputs, void *ctx)
+call_matmul_1046(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_915(yt_tensor *const *inputs, void *ctx)
+call_matmul_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_916(yt_tensor *const *inputs, void *ctx)
+call_matmul_1048(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_917(yt_tensor *const *inputs, void *ctx)
+call_matmul_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_918(yt_tensor *const *inputs, void *ctx)
+call_matmul_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_919(yt_tensor *const *inputs, void *ctx)
+call_matmul_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_920(yt_tensor *const *inputs, void *ctx)
+call_matmul_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_921(yt_tensor *const *inputs, void *ctx)
+call_matmul_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_922(yt_tensor *const *inputs, void *ctx)
+call_matmul_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_923(yt_tensor *const *inputs, void *ctx)
+call_matmul_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_924(yt_tensor *const *inputs, void *ctx)
+error_matmul_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_925(yt_tensor *const *inputs, void *ctx)
+error_matmul_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_926(yt_tensor *const *inputs, void *ctx)
+error_matmul_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_927(yt_tensor *const *inputs, void *ctx)
+call_bmm_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_928(yt_tensor *const *inputs, void *ctx)
+out_bmm_1060(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8679,14 +9924,14 @@ out_bmm_928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_929(yt_tensor *const *inputs, void *ctx)
+call_bmm_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_930(yt_tensor *const *inputs, void *ctx)
+out_bmm_1062(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8697,14 +9942,14 @@ out_bmm_930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_931(yt_tensor *const *inputs, void *ctx)
+call_bmm_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_932(yt_tensor *const *inputs, void *ctx)
+out_bmm_1064(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8715,14 +9960,14 @@ out_bmm_932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_933(yt_tensor *const *inputs, void *ctx)
+call_bmm_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_934(yt_tensor *const *inputs, void *ctx)
+out_bmm_1066(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8733,49 +9978,49 @@ out_bmm_934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_935(yt_tensor *const *inputs, void *ctx)
+error_bmm_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_936(yt_tensor *const *inputs, void *ctx)
+error_bmm_1068(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_937(yt_tensor *const *inputs, void *ctx)
+error_bmm_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_938(yt_tensor *const *inputs, void *ctx)
+error_bmm_1070(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_939(yt_tensor *const *inputs, void *ctx)
+error_bmm_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_940(yt_tensor *const *inputs, void *ctx)
+call_addmm_1072(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_941(yt_tensor *const *inputs, void *ctx)
+out_addmm_1073(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8787,14 +10032,14 @@ out_addmm_941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_942(yt_tensor *const *inputs, void *ctx)
+call_addmm_1074(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_943(yt_tensor *const *inputs, void *ctx)
+out_addmm_1075(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8806,14 +10051,14 @@ out_addmm_943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_944(yt_tensor *const *inputs, void *ctx)
+call_addmm_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_945(yt_tensor *const *inputs, void *ctx)
+out_addmm_1077(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8825,14 +10070,14 @@ out_addmm_945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_946(yt_tensor *const *inputs, void *ctx)
+call_addmm_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_947(yt_tensor *const *inputs, void *ctx)
+out_addmm_1079(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8844,14 +10089,14 @@ out_addmm_947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_948(yt_tensor *const *inputs, void *ctx)
+call_addmm_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_949(yt_tensor *const *inputs, void *ctx)
+out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8863,63 +10108,63 @@ out_addmm_949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_950(yt_tensor *const *inputs, void *ctx)
+error_addmm_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_951(yt_tensor *const *inputs, void *ctx)
+error_addmm_1083(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_952(yt_tensor *const *inputs, void *ctx)
+error_addmm_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_953(yt_tensor *const *inputs, void *ctx)
+error_addmm_1085(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_954(yt_tensor *const *inputs, void *ctx)
+error_addmm_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_955(yt_tensor *const *inputs, void *ctx)
+error_addmm_1087(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_956(yt_tensor *const *inputs, void *ctx)
+error_addmm_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_957(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1089(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_958(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1090(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -8931,14 +10176,14 @@ out_baddbmm_958(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_959(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_960(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1092(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8950,14 +10195,14 @@ out_baddbmm_960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_961(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_962(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1094(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8969,14 +10214,14 @@ out_baddbmm_962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_963(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_964(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1096(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8988,14 +10233,14 @@ out_baddbmm_964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_965(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_966(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9007,210 +10252,210 @@ out_baddbmm_966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_967(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_968(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_969(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_970(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_971(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_972(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_973(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_974(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_975(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_976(yt_tensor *const *inputs, void *ctx)
+call_dot_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_977(yt_tensor *const *inputs, void *ctx)
+call_dot_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_978(yt_tensor *const *inputs, void *ctx)
+call_dot_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_979(yt_tensor *const *inputs, void *ctx)
+error_dot_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_980(yt_tensor *const *inputs, void *ctx)
+error_dot_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_981(yt_tensor *const *inputs, void *ctx)
+error_dot_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_982(yt_tensor *const *inputs, void *ctx)
+error_dot_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_983(yt_tensor *const *inputs, void *ctx)
+call_outer_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_984(yt_tensor *const *inputs, void *ctx)
+call_outer_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_985(yt_tensor *const *inputs, void *ctx)
+call_outer_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_986(yt_tensor *const *inputs, void *ctx)
+error_outer_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_987(yt_tensor *const *inputs, void *ctx)
+error_outer_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_988(yt_tensor *const *inputs, void *ctx)
+error_outer_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_989(yt_tensor *const *inputs, void *ctx)
+call_t_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_990(yt_tensor *const *inputs, void *ctx)
+call_t_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_991(yt_tensor *const *inputs, void *ctx)
+error_t_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_992(yt_tensor *const *inputs, void *ctx)
+call_transpose_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_993(yt_tensor *const *inputs, void *ctx)
+call_transpose_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_994(yt_tensor *const *inputs, void *ctx)
+error_transpose_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_995(yt_tensor *const *inputs, void *ctx)
+error_transpose_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_996(yt_tensor *const *inputs, void *ctx)
+call_permute_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -9218,7 +10463,7 @@ call_permute_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_997(yt_tensor *const *inputs, void *ctx)
+error_permute_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -9226,7 +10471,7 @@ error_permute_997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_998(yt_tensor *const *inputs, void *ctx)
+error_permute_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -9234,7 +10479,7 @@ error_permute_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_999(yt_tensor *const *inputs, void *ctx)
+call_view_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -9242,7 +10487,7 @@ call_view_999(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1000(yt_tensor *const *inputs, void *ctx)
+call_view_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -9250,7 +10495,7 @@ call_view_1000(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1001(yt_tensor *const *inputs, void *ctx)
+call_reshape_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -9258,7 +10503,7 @@ call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1002(yt_tensor *const *inputs, void *ctx)
+call_reshape_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -9266,7 +10511,7 @@ call_reshape_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1003(yt_tensor *const *inputs, void *ctx)
+call_expand_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -9274,7 +10519,7 @@ call_expand_1003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1004(yt_tensor *const *inputs, void *ctx)
+call_expand_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -9282,112 +10527,112 @@ call_expand_1004(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1005(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1008(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1011(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1012(yt_tensor *const *inputs, void *ctx)
+call_slice_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1013(yt_tensor *const *inputs, void *ctx)
+call_slice_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1014(yt_tensor *const *inputs, void *ctx)
+error_slice_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1015(yt_tensor *const *inputs, void *ctx)
+error_slice_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1016(yt_tensor *const *inputs, void *ctx)
+call_select_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1017(yt_tensor *const *inputs, void *ctx)
+call_select_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1018(yt_tensor *const *inputs, void *ctx)
+error_select_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1019(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_1020(yt_tensor *const *inputs, void *ctx)
+call_zeros_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9396,7 +10641,7 @@ call_zeros_1020(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1021(yt_tensor *const *inputs, void *ctx)
+call_ones_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9405,7 +10650,7 @@ call_ones_1021(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1022(yt_tensor *const *inputs, void *ctx)
+call_full_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9414,7 +10659,7 @@ call_full_1022(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1023(yt_tensor *const *inputs, void *ctx)
+call_arange_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9422,7 +10667,7 @@ call_arange_1023(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1024(yt_tensor *const *inputs, void *ctx)
+call_rand_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9431,7 +10676,7 @@ call_rand_1024(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1025(yt_tensor *const *inputs, void *ctx)
+error_rand_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9440,7 +10685,7 @@ error_rand_1025(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1026(yt_tensor *const *inputs, void *ctx)
+call_randn_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9449,7 +10694,7 @@ call_randn_1026(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1027(yt_tensor *const *inputs, void *ctx)
+error_randn_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9458,7 +10703,7 @@ error_randn_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -9466,7 +10711,7 @@ call_sum_to_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1029(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -9474,7 +10719,7 @@ call_sum_to_1029(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1030(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -9998,7 +11243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:93 sample 0",
+        .where = "ops.yaml:101 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_129,
@@ -10009,9 +11254,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:93 sample 1",
+        .where = "ops.yaml:101 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_pow_132,
         .call_inplace = inplace_pow_133,
         .call_out = out_pow_134,
@@ -10020,9 +11266,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:93 sample 2",
+        .where = "ops.yaml:101 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pow_135,
         .call_inplace = inplace_pow_136,
         .call_out = out_pow_137,
@@ -10031,10 +11277,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:93 sample 3",
+        .where = "ops.yaml:101 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_pow_138,
         .call_inplace = inplace_pow_139,
         .call_out = out_pow_140,
@@ -10042,86 +11287,82 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:102 sample 0",
-        .n_inputs = 2,
+        .op = "pow.Tensor_Scalar",
+        .where = "ops.yaml:101 sample 4",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_tensor_tensor_142,
-        .call_inplace = inplace_pow_tensor_tensor_143,
-        .call_out = out_pow_tensor_tensor_144,
+        .call = call_pow_141,
+        .call_inplace = inplace_pow_142,
+        .call_out = out_pow_143,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:102 sample 1",
+        .where = "ops.yaml:108 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_tensor_tensor_145,
-        .call_inplace = NULL,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_144,
+        .call_inplace = inplace_pow_tensor_tensor_145,
         .call_out = out_pow_tensor_tensor_146,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:102 sample 2",
+        .where = "ops.yaml:108 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_tensor_tensor_147,
-        .call_inplace = inplace_pow_tensor_tensor_148,
-        .call_out = out_pow_tensor_tensor_149,
+        .call_inplace = NULL,
+        .call_out = out_pow_tensor_tensor_148,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:102 sample 3",
+        .where = "ops.yaml:108 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_tensor_tensor_150,
-        .call_inplace = NULL,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_149,
+        .call_inplace = inplace_pow_tensor_tensor_150,
         .call_out = out_pow_tensor_tensor_151,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:102 sample 4",
+        .where = "ops.yaml:108 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_152,
+        .call_inplace = NULL,
+        .call_out = out_pow_tensor_tensor_153,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "pow.Tensor_Tensor",
+        .where = "ops.yaml:108 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_tensor_tensor_152,
-        .call_inplace = inplace_pow_tensor_tensor_153,
-        .call_out = out_pow_tensor_tensor_154,
+        .call = call_pow_tensor_tensor_154,
+        .call_inplace = inplace_pow_tensor_tensor_155,
+        .call_out = out_pow_tensor_tensor_156,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:119 sample 0",
+        .where = "ops.yaml:125 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_157,
-        .call_inplace = NULL,
-        .call_out = out_pow_scalar_158,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "pow.Scalar",
-        .where = "ops.yaml:119 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "exponent",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_pow_scalar_159,
         .call_inplace = NULL,
         .call_out = out_pow_scalar_160,
@@ -10130,9 +11371,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:119 sample 2",
+        .where = "ops.yaml:125 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_161,
         .call_inplace = NULL,
         .call_out = out_pow_scalar_162,
@@ -10141,9 +11382,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:119 sample 3",
+        .where = "ops.yaml:125 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "exponent", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "exponent",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_pow_scalar_163,
         .call_inplace = NULL,
         .call_out = out_pow_scalar_164,
@@ -10151,143 +11396,154 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "maximum",
-        .where = "ops.yaml:125 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maximum_166,
-        .call_inplace = NULL,
-        .call_out = out_maximum_167,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "maximum",
-        .where = "ops.yaml:125 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_maximum_168,
-        .call_inplace = NULL,
-        .call_out = out_maximum_169,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "maximum",
-        .where = "ops.yaml:125 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_maximum_170,
-        .call_inplace = NULL,
-        .call_out = out_maximum_171,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "maximum",
+        .op = "pow.Scalar",
         .where = "ops.yaml:125 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_maximum_172,
+        .n_inputs = 1,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_165,
         .call_inplace = NULL,
-        .call_out = out_maximum_173,
+        .call_out = out_pow_scalar_166,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow.Scalar",
+        .where = "ops.yaml:125 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "exponent", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_167,
+        .call_inplace = NULL,
+        .call_out = out_pow_scalar_168,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:125 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_maximum_174,
-        .call_inplace = NULL,
-        .call_out = out_maximum_175,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "minimum",
-        .where = "ops.yaml:134 sample 0",
+        .where = "ops.yaml:132 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_minimum_177,
+        .call = call_maximum_169,
         .call_inplace = NULL,
-        .call_out = out_minimum_178,
+        .call_out = out_maximum_170,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "minimum",
-        .where = "ops.yaml:134 sample 1",
+        .op = "maximum",
+        .where = "ops.yaml:132 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_minimum_179,
+        .call = call_maximum_171,
         .call_inplace = NULL,
-        .call_out = out_minimum_180,
+        .call_out = out_maximum_172,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "minimum",
-        .where = "ops.yaml:134 sample 2",
+        .op = "maximum",
+        .where = "ops.yaml:132 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_minimum_181,
+        .call = call_maximum_173,
         .call_inplace = NULL,
-        .call_out = out_minimum_182,
+        .call_out = out_maximum_174,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "minimum",
-        .where = "ops.yaml:134 sample 3",
+        .op = "maximum",
+        .where = "ops.yaml:132 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_minimum_183,
+        .call = call_maximum_175,
         .call_inplace = NULL,
-        .call_out = out_minimum_184,
+        .call_out = out_maximum_176,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "minimum",
-        .where = "ops.yaml:134 sample 4",
+        .op = "maximum",
+        .where = "ops.yaml:132 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_minimum_185,
+        .call = call_maximum_177,
         .call_inplace = NULL,
-        .call_out = out_minimum_186,
+        .call_out = out_maximum_178,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "minimum",
+        .where = "ops.yaml:141 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_minimum_180,
+        .call_inplace = NULL,
+        .call_out = out_minimum_181,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "minimum",
+        .where = "ops.yaml:141 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_minimum_182,
+        .call_inplace = NULL,
+        .call_out = out_minimum_183,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "minimum",
+        .where = "ops.yaml:141 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_minimum_184,
+        .call_inplace = NULL,
+        .call_out = out_minimum_185,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "minimum",
+        .where = "ops.yaml:141 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_minimum_186,
+        .call_inplace = NULL,
+        .call_out = out_minimum_187,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "minimum",
+        .where = "ops.yaml:141 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_minimum_188,
+        .call_inplace = NULL,
+        .call_out = out_minimum_189,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:143 sample 0",
+        .where = "ops.yaml:150 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_min_188,
-        .call_inplace = inplace_clamp_min_189,
-        .call_out = out_clamp_min_190,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "clamp_min",
-        .where = "ops.yaml:143 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_191,
         .call_inplace = inplace_clamp_min_192,
         .call_out = out_clamp_min_193,
@@ -10296,9 +11552,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:143 sample 2",
+        .where = "ops.yaml:150 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_194,
         .call_inplace = inplace_clamp_min_195,
         .call_out = out_clamp_min_196,
@@ -10307,10 +11563,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:143 sample 3",
+        .where = "ops.yaml:150 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_197,
         .call_inplace = inplace_clamp_min_198,
         .call_out = out_clamp_min_199,
@@ -10318,21 +11573,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "clamp_max",
-        .where = "ops.yaml:151 sample 0",
+        .op = "clamp_min",
+        .where = "ops.yaml:150 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_max_201,
-        .call_inplace = inplace_clamp_max_202,
-        .call_out = out_clamp_max_203,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_min_200,
+        .call_inplace = inplace_clamp_min_201,
+        .call_out = out_clamp_min_202,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:151 sample 1",
+        .where = "ops.yaml:158 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_204,
         .call_inplace = inplace_clamp_max_205,
         .call_out = out_clamp_max_206,
@@ -10341,9 +11597,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:151 sample 2",
+        .where = "ops.yaml:158 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_207,
         .call_inplace = inplace_clamp_max_208,
         .call_out = out_clamp_max_209,
@@ -10352,10 +11608,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:151 sample 3",
+        .where = "ops.yaml:158 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_210,
         .call_inplace = inplace_clamp_max_211,
         .call_out = out_clamp_max_212,
@@ -10363,204 +11618,205 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "clamp_max",
+        .where = "ops.yaml:158 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_max_213,
+        .call_inplace = inplace_clamp_max_214,
+        .call_out = out_clamp_max_215,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:159 sample 0",
+        .where = "ops.yaml:166 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_min_tensor_214,
-        .call_inplace = inplace_clamp_min_tensor_215,
-        .call_out = out_clamp_min_tensor_216,
+        .call = call_clamp_min_tensor_217,
+        .call_inplace = inplace_clamp_min_tensor_218,
+        .call_out = out_clamp_min_tensor_219,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:159 sample 1",
+        .where = "ops.yaml:166 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_min_tensor_217,
+        .call = call_clamp_min_tensor_220,
         .call_inplace = NULL,
-        .call_out = out_clamp_min_tensor_218,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "clamp_min.Tensor",
-        .where = "ops.yaml:159 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_min_tensor_219,
-        .call_inplace = inplace_clamp_min_tensor_220,
         .call_out = out_clamp_min_tensor_221,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:159 sample 3",
+        .where = "ops.yaml:166 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "min", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_tensor_222,
-        .call_inplace = NULL,
-        .call_out = out_clamp_min_tensor_223,
+        .call_inplace = inplace_clamp_min_tensor_223,
+        .call_out = out_clamp_min_tensor_224,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:159 sample 4",
+        .where = "ops.yaml:166 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_min_tensor_224,
-        .call_inplace = inplace_clamp_min_tensor_225,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_225,
+        .call_inplace = NULL,
         .call_out = out_clamp_min_tensor_226,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:166 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_227,
+        .call_inplace = inplace_clamp_min_tensor_228,
+        .call_out = out_clamp_min_tensor_229,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:168 sample 0",
+        .where = "ops.yaml:175 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_max_tensor_229,
-        .call_inplace = inplace_clamp_max_tensor_230,
-        .call_out = out_clamp_max_tensor_231,
+        .call = call_clamp_max_tensor_232,
+        .call_inplace = inplace_clamp_max_tensor_233,
+        .call_out = out_clamp_max_tensor_234,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:168 sample 1",
+        .where = "ops.yaml:175 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_max_tensor_232,
+        .call = call_clamp_max_tensor_235,
         .call_inplace = NULL,
-        .call_out = out_clamp_max_tensor_233,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "clamp_max.Tensor",
-        .where = "ops.yaml:168 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_max_tensor_234,
-        .call_inplace = inplace_clamp_max_tensor_235,
         .call_out = out_clamp_max_tensor_236,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:168 sample 3",
+        .where = "ops.yaml:175 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "max", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_tensor_237,
-        .call_inplace = NULL,
-        .call_out = out_clamp_max_tensor_238,
+        .call_inplace = inplace_clamp_max_tensor_238,
+        .call_out = out_clamp_max_tensor_239,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:168 sample 4",
+        .where = "ops.yaml:175 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_max_tensor_239,
-        .call_inplace = inplace_clamp_max_tensor_240,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_240,
+        .call_inplace = NULL,
         .call_out = out_clamp_max_tensor_241,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:175 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_242,
+        .call_inplace = inplace_clamp_max_tensor_243,
+        .call_out = out_clamp_max_tensor_244,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:177 sample 0",
+        .where = "ops.yaml:184 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_remainder_244,
-        .call_inplace = inplace_remainder_245,
-        .call_out = out_remainder_246,
+        .call = call_remainder_247,
+        .call_inplace = inplace_remainder_248,
+        .call_out = out_remainder_249,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:177 sample 1",
+        .where = "ops.yaml:184 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_remainder_247,
+        .call = call_remainder_250,
         .call_inplace = NULL,
-        .call_out = out_remainder_248,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "remainder.Tensor",
-        .where = "ops.yaml:177 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_remainder_249,
-        .call_inplace = inplace_remainder_250,
         .call_out = out_remainder_251,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:177 sample 3",
+        .where = "ops.yaml:184 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_252,
-        .call_inplace = NULL,
-        .call_out = out_remainder_253,
+        .call_inplace = inplace_remainder_253,
+        .call_out = out_remainder_254,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:177 sample 4",
+        .where = "ops.yaml:184 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_remainder_254,
-        .call_inplace = inplace_remainder_255,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_remainder_255,
+        .call_inplace = NULL,
         .call_out = out_remainder_256,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
-        .op = "remainder.Scalar",
-        .where = "ops.yaml:187 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_remainder_scalar_259,
-        .call_inplace = inplace_remainder_scalar_260,
-        .call_out = out_remainder_scalar_261,
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:184 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_remainder_257,
+        .call_inplace = inplace_remainder_258,
+        .call_out = out_remainder_259,
         .differentiable = true,
-        .domain = NULL,
+        .domain = "nonzero",
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:187 sample 1",
+        .where = "ops.yaml:194 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_262,
         .call_inplace = inplace_remainder_scalar_263,
         .call_out = out_remainder_scalar_264,
@@ -10569,9 +11825,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:187 sample 2",
+        .where = "ops.yaml:194 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_265,
         .call_inplace = inplace_remainder_scalar_266,
         .call_out = out_remainder_scalar_267,
@@ -10580,10 +11836,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:187 sample 3",
+        .where = "ops.yaml:194 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_268,
         .call_inplace = inplace_remainder_scalar_269,
         .call_out = out_remainder_scalar_270,
@@ -10591,174 +11846,173 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:194 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_remainder_scalar_271,
+        .call_inplace = inplace_remainder_scalar_272,
+        .call_out = out_remainder_scalar_273,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "floor_divide",
-        .where = "ops.yaml:195 sample 0",
+        .where = "ops.yaml:202 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_divide_272,
-        .call_inplace = inplace_floor_divide_273,
-        .call_out = out_floor_divide_274,
+        .call = call_floor_divide_275,
+        .call_inplace = inplace_floor_divide_276,
+        .call_out = out_floor_divide_277,
         .differentiable = false,
         .domain = "nonzero",
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:195 sample 1",
+        .where = "ops.yaml:202 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_divide_275,
+        .call = call_floor_divide_278,
         .call_inplace = NULL,
-        .call_out = out_floor_divide_276,
-        .differentiable = false,
-        .domain = "nonzero",
-    },
-    {
-        .op = "floor_divide",
-        .where = "ops.yaml:195 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_divide_277,
-        .call_inplace = inplace_floor_divide_278,
         .call_out = out_floor_divide_279,
         .differentiable = false,
         .domain = "nonzero",
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:195 sample 3",
+        .where = "ops.yaml:202 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_floor_divide_280,
-        .call_inplace = NULL,
-        .call_out = out_floor_divide_281,
+        .call_inplace = inplace_floor_divide_281,
+        .call_out = out_floor_divide_282,
         .differentiable = false,
         .domain = "nonzero",
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:195 sample 4",
+        .where = "ops.yaml:202 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_divide_282,
-        .call_inplace = inplace_floor_divide_283,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_283,
+        .call_inplace = NULL,
         .call_out = out_floor_divide_284,
         .differentiable = false,
         .domain = "nonzero",
     },
     {
+        .op = "floor_divide",
+        .where = "ops.yaml:202 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_285,
+        .call_inplace = inplace_floor_divide_286,
+        .call_out = out_floor_divide_287,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:205 sample 0",
+        .where = "ops.yaml:212 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_287,
-        .call_inplace = inplace_lerp_288,
-        .call_out = out_lerp_289,
+        .call = call_lerp_290,
+        .call_inplace = inplace_lerp_291,
+        .call_out = out_lerp_292,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:205 sample 1",
+        .where = "ops.yaml:212 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_290,
+        .call = call_lerp_293,
         .call_inplace = NULL,
-        .call_out = out_lerp_291,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "lerp.Scalar",
-        .where = "ops.yaml:205 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_292,
-        .call_inplace = inplace_lerp_293,
         .call_out = out_lerp_294,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:205 sample 3",
+        .where = "ops.yaml:212 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_lerp_295,
-        .call_inplace = NULL,
-        .call_out = out_lerp_296,
+        .call_inplace = inplace_lerp_296,
+        .call_out = out_lerp_297,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:205 sample 4",
+        .where = "ops.yaml:212 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_297,
-        .call_inplace = inplace_lerp_298,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_298,
+        .call_inplace = NULL,
         .call_out = out_lerp_299,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:212 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_300,
+        .call_inplace = inplace_lerp_301,
+        .call_out = out_lerp_302,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:222 sample 0",
+        .where = "ops.yaml:229 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_302,
-        .call_inplace = inplace_lerp_tensor_303,
-        .call_out = out_lerp_tensor_304,
+        .call = call_lerp_tensor_305,
+        .call_inplace = inplace_lerp_tensor_306,
+        .call_out = out_lerp_tensor_307,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:222 sample 1",
+        .where = "ops.yaml:229 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_305,
+        .call = call_lerp_tensor_308,
         .call_inplace = NULL,
-        .call_out = out_lerp_tensor_306,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "lerp.Tensor",
-        .where = "ops.yaml:222 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_307,
-        .call_inplace = inplace_lerp_tensor_308,
         .call_out = out_lerp_tensor_309,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:222 sample 3",
+        .where = "ops.yaml:229 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_lerp_tensor_310,
         .call_inplace = inplace_lerp_tensor_311,
         .call_out = out_lerp_tensor_312,
@@ -10766,52 +12020,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:229 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_313,
+        .call_inplace = inplace_lerp_tensor_314,
+        .call_out = out_lerp_tensor_315,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "addcmul",
-        .where = "ops.yaml:236 sample 0",
+        .where = "ops.yaml:243 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_315,
-        .call_inplace = inplace_addcmul_316,
-        .call_out = out_addcmul_317,
+        .call = call_addcmul_318,
+        .call_inplace = inplace_addcmul_319,
+        .call_out = out_addcmul_320,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:236 sample 1",
+        .where = "ops.yaml:243 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_318,
+        .call = call_addcmul_321,
         .call_inplace = NULL,
-        .call_out = out_addcmul_319,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addcmul",
-        .where = "ops.yaml:236 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_320,
-        .call_inplace = inplace_addcmul_321,
         .call_out = out_addcmul_322,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:236 sample 3",
+        .where = "ops.yaml:243 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_addcmul_323,
         .call_inplace = inplace_addcmul_324,
         .call_out = out_addcmul_325,
@@ -10819,52 +12073,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "addcmul",
+        .where = "ops.yaml:243 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_326,
+        .call_inplace = inplace_addcmul_327,
+        .call_out = out_addcmul_328,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "addcdiv",
-        .where = "ops.yaml:251 sample 0",
+        .where = "ops.yaml:258 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_328,
-        .call_inplace = inplace_addcdiv_329,
-        .call_out = out_addcdiv_330,
+        .call = call_addcdiv_331,
+        .call_inplace = inplace_addcdiv_332,
+        .call_out = out_addcdiv_333,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:251 sample 1",
+        .where = "ops.yaml:258 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_331,
+        .call = call_addcdiv_334,
         .call_inplace = NULL,
-        .call_out = out_addcdiv_332,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "addcdiv",
-        .where = "ops.yaml:251 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_333,
-        .call_inplace = inplace_addcdiv_334,
         .call_out = out_addcdiv_335,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:251 sample 3",
+        .where = "ops.yaml:258 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_addcdiv_336,
         .call_inplace = inplace_addcdiv_337,
         .call_out = out_addcdiv_338,
@@ -10872,47 +12126,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = "nonzero",
     },
     {
+        .op = "addcdiv",
+        .where = "ops.yaml:258 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_339,
+        .call_inplace = inplace_addcdiv_340,
+        .call_out = out_addcdiv_341,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:257 sample 0",
+        .where = "ops.yaml:264 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_341,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "pow_scalar_backward",
-        .where = "ops.yaml:257 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_342,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "pow_scalar_backward",
-        .where = "ops.yaml:257 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_343,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "pow_scalar_backward",
-        .where = "ops.yaml:257 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_backward_344,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -10921,13 +12152,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:257 sample 4",
+        .where = "ops.yaml:264 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_backward_345,
         .call_inplace = NULL,
@@ -10936,2391 +12163,3010 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:269 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_348,
-        .call_inplace = inplace_exp_349,
-        .call_out = out_exp_350,
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:264 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_346,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:269 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_351,
-        .call_inplace = inplace_exp_352,
-        .call_out = out_exp_353,
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:264 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_347,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:269 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_354,
-        .call_inplace = inplace_exp_355,
-        .call_out = out_exp_356,
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:264 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_348,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:269 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_exp_357,
-        .call_inplace = inplace_exp_358,
-        .call_out = out_exp_359,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:277 sample 0",
-        .n_inputs = 1,
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_360,
-        .call_inplace = inplace_log_361,
-        .call_out = out_log_362,
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_351,
+        .call_inplace = inplace_div_tensor_mode_352,
+        .call_out = out_div_tensor_mode_353,
         .differentiable = true,
-        .domain = "positive",
+        .domain = "nonzero",
     },
     {
-        .op = "log",
-        .where = "ops.yaml:277 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_363,
-        .call_inplace = inplace_log_364,
-        .call_out = out_log_365,
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_354,
+        .call_inplace = NULL,
+        .call_out = out_div_tensor_mode_355,
         .differentiable = true,
-        .domain = "positive",
+        .domain = "nonzero",
     },
     {
-        .op = "log",
-        .where = "ops.yaml:277 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_366,
-        .call_inplace = inplace_log_367,
-        .call_out = out_log_368,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:277 sample 3",
-        .n_inputs = 1,
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 2",
+        .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_369,
-        .call_inplace = inplace_log_370,
-        .call_out = out_log_371,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_356,
+        .call_inplace = inplace_div_tensor_mode_357,
+        .call_out = out_div_tensor_mode_358,
         .differentiable = true,
-        .domain = "positive",
+        .domain = "nonzero",
     },
     {
-        .op = "sqrt",
-        .where = "ops.yaml:286 sample 0",
-        .n_inputs = 1,
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_359,
+        .call_inplace = inplace_div_tensor_mode_360,
+        .call_out = out_div_tensor_mode_361,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_362,
+        .call_inplace = inplace_div_tensor_mode_363,
+        .call_out = out_div_tensor_mode_364,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_365,
+        .call_inplace = NULL,
+        .call_out = out_div_tensor_mode_366,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "div.Tensor_mode",
+        .where = "ops.yaml:285 sample 6",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_372,
-        .call_inplace = inplace_sqrt_373,
-        .call_out = out_sqrt_374,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:286 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_375,
-        .call_inplace = inplace_sqrt_376,
-        .call_out = out_sqrt_377,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:286 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_378,
-        .call_inplace = inplace_sqrt_379,
-        .call_out = out_sqrt_380,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:286 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sqrt_381,
-        .call_inplace = inplace_sqrt_382,
-        .call_out = out_sqrt_383,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:295 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_384,
-        .call_inplace = inplace_relu_385,
-        .call_out = out_relu_386,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_tensor_mode_367,
+        .call_inplace = inplace_div_tensor_mode_368,
+        .call_out = out_div_tensor_mode_369,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
-        .op = "relu",
-        .where = "ops.yaml:295 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_387,
-        .call_inplace = inplace_relu_388,
-        .call_out = out_relu_389,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:295 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_390,
-        .call_inplace = inplace_relu_391,
-        .call_out = out_relu_392,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:295 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_relu_393,
-        .call_inplace = inplace_relu_394,
-        .call_out = out_relu_395,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "sigmoid",
+        .op = "div.Scalar_mode",
         .where = "ops.yaml:303 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_397,
-        .call_inplace = inplace_sigmoid_398,
-        .call_out = out_sigmoid_399,
+        .call = call_div_scalar_mode_373,
+        .call_inplace = inplace_div_scalar_mode_374,
+        .call_out = out_div_scalar_mode_375,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "sigmoid",
+        .op = "div.Scalar_mode",
         .where = "ops.yaml:303 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_400,
-        .call_inplace = inplace_sigmoid_401,
-        .call_out = out_sigmoid_402,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_div_scalar_mode_376,
+        .call_inplace = inplace_div_scalar_mode_377,
+        .call_out = out_div_scalar_mode_378,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "sigmoid",
+        .op = "div.Scalar_mode",
         .where = "ops.yaml:303 sample 2",
         .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_div_scalar_mode_379,
+        .call_inplace = inplace_div_scalar_mode_380,
+        .call_out = out_div_scalar_mode_381,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "div.Scalar_mode",
+        .where = "ops.yaml:303 sample 3",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_403,
-        .call_inplace = inplace_sigmoid_404,
-        .call_out = out_sigmoid_405,
+        .call = call_div_scalar_mode_382,
+        .call_inplace = inplace_div_scalar_mode_383,
+        .call_out = out_div_scalar_mode_384,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "div.Scalar_mode",
+        .where = "ops.yaml:303 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_scalar_mode_385,
+        .call_inplace = inplace_div_scalar_mode_386,
+        .call_out = out_div_scalar_mode_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp",
+        .where = "ops.yaml:320 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_390,
+        .call_inplace = inplace_clamp_391,
+        .call_out = out_clamp_392,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp",
+        .where = "ops.yaml:320 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_393,
+        .call_inplace = inplace_clamp_394,
+        .call_out = out_clamp_395,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp",
+        .where = "ops.yaml:320 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_396,
+        .call_inplace = inplace_clamp_397,
+        .call_out = out_clamp_398,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp",
+        .where = "ops.yaml:320 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_399,
+        .call_inplace = inplace_clamp_400,
+        .call_out = out_clamp_401,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp",
+        .where = "ops.yaml:320 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_402,
+        .call_inplace = inplace_clamp_403,
+        .call_out = out_clamp_404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp.Tensor",
+        .where = "ops.yaml:338 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_407,
+        .call_inplace = inplace_clamp_tensor_408,
+        .call_out = out_clamp_tensor_409,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp.Tensor",
+        .where = "ops.yaml:338 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "min", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_410,
+        .call_inplace = inplace_clamp_tensor_411,
+        .call_out = out_clamp_tensor_412,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp.Tensor",
+        .where = "ops.yaml:338 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_413,
+        .call_inplace = inplace_clamp_tensor_414,
+        .call_out = out_clamp_tensor_415,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp.Tensor",
+        .where = "ops.yaml:338 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_416,
+        .call_inplace = inplace_clamp_tensor_417,
+        .call_out = out_clamp_tensor_418,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_backward",
+        .where = "ops.yaml:352 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_backward_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_backward",
+        .where = "ops.yaml:352 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_backward_423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_backward",
+        .where = "ops.yaml:352 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_backward_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward",
+        .where = "ops.yaml:366 sample 0",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_backward_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward",
+        .where = "ops.yaml:366 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_backward_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward",
+        .where = "ops.yaml:366 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_backward_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward_min",
+        .where = "ops.yaml:380 sample 0",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[3] =
+            {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_clamp_tensor_backward_min_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward_min",
+        .where = "ops.yaml:380 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_tensor_backward_min_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward_max",
+        .where = "ops.yaml:393 sample 0",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] = {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_tensor_backward_max_436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_tensor_backward_max",
+        .where = "ops.yaml:393 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "max", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_tensor_backward_max_437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "div_rounding_backward",
+        .where = "ops.yaml:405 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_rounding_backward_440,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "div_rounding_backward",
+        .where = "ops.yaml:405 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_rounding_backward_441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:413 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_444,
+        .call_inplace = inplace_exp_445,
+        .call_out = out_exp_446,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:413 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_447,
+        .call_inplace = inplace_exp_448,
+        .call_out = out_exp_449,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:413 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_450,
+        .call_inplace = inplace_exp_451,
+        .call_out = out_exp_452,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:413 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_exp_453,
+        .call_inplace = inplace_exp_454,
+        .call_out = out_exp_455,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:421 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_456,
+        .call_inplace = inplace_log_457,
+        .call_out = out_log_458,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:421 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_459,
+        .call_inplace = inplace_log_460,
+        .call_out = out_log_461,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:421 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_462,
+        .call_inplace = inplace_log_463,
+        .call_out = out_log_464,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:421 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_465,
+        .call_inplace = inplace_log_466,
+        .call_out = out_log_467,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:430 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_468,
+        .call_inplace = inplace_sqrt_469,
+        .call_out = out_sqrt_470,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:430 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_471,
+        .call_inplace = inplace_sqrt_472,
+        .call_out = out_sqrt_473,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:430 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_474,
+        .call_inplace = inplace_sqrt_475,
+        .call_out = out_sqrt_476,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:430 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sqrt_477,
+        .call_inplace = inplace_sqrt_478,
+        .call_out = out_sqrt_479,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:439 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_480,
+        .call_inplace = inplace_relu_481,
+        .call_out = out_relu_482,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:439 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_483,
+        .call_inplace = inplace_relu_484,
+        .call_out = out_relu_485,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:439 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_486,
+        .call_inplace = inplace_relu_487,
+        .call_out = out_relu_488,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:439 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_relu_489,
+        .call_inplace = inplace_relu_490,
+        .call_out = out_relu_491,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:447 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_493,
+        .call_inplace = inplace_sigmoid_494,
+        .call_out = out_sigmoid_495,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sigmoid",
-        .where = "ops.yaml:303 sample 3",
+        .where = "ops.yaml:447 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_496,
+        .call_inplace = inplace_sigmoid_497,
+        .call_out = out_sigmoid_498,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:447 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_499,
+        .call_inplace = inplace_sigmoid_500,
+        .call_out = out_sigmoid_501,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:447 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sigmoid_406,
-        .call_inplace = inplace_sigmoid_407,
-        .call_out = out_sigmoid_408,
+        .call = call_sigmoid_502,
+        .call_inplace = inplace_sigmoid_503,
+        .call_out = out_sigmoid_504,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:311 sample 0",
+        .where = "ops.yaml:455 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_409,
-        .call_inplace = inplace_tanh_410,
-        .call_out = out_tanh_411,
+        .call = call_tanh_505,
+        .call_inplace = inplace_tanh_506,
+        .call_out = out_tanh_507,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:311 sample 1",
+        .where = "ops.yaml:455 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_412,
-        .call_inplace = inplace_tanh_413,
-        .call_out = out_tanh_414,
+        .call = call_tanh_508,
+        .call_inplace = inplace_tanh_509,
+        .call_out = out_tanh_510,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:311 sample 2",
+        .where = "ops.yaml:455 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_415,
-        .call_inplace = inplace_tanh_416,
-        .call_out = out_tanh_417,
+        .call = call_tanh_511,
+        .call_inplace = inplace_tanh_512,
+        .call_out = out_tanh_513,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:311 sample 3",
+        .where = "ops.yaml:455 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tanh_418,
-        .call_inplace = inplace_tanh_419,
-        .call_out = out_tanh_420,
+        .call = call_tanh_514,
+        .call_inplace = inplace_tanh_515,
+        .call_out = out_tanh_516,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:319 sample 0",
+        .where = "ops.yaml:463 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_421,
-        .call_inplace = inplace_softplus_422,
-        .call_out = out_softplus_423,
+        .call = call_softplus_517,
+        .call_inplace = inplace_softplus_518,
+        .call_out = out_softplus_519,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:319 sample 1",
+        .where = "ops.yaml:463 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_424,
-        .call_inplace = inplace_softplus_425,
-        .call_out = out_softplus_426,
+        .call = call_softplus_520,
+        .call_inplace = inplace_softplus_521,
+        .call_out = out_softplus_522,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:319 sample 2",
+        .where = "ops.yaml:463 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_427,
-        .call_inplace = inplace_softplus_428,
-        .call_out = out_softplus_429,
+        .call = call_softplus_523,
+        .call_inplace = inplace_softplus_524,
+        .call_out = out_softplus_525,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:319 sample 3",
+        .where = "ops.yaml:463 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softplus_430,
-        .call_inplace = inplace_softplus_431,
-        .call_out = out_softplus_432,
+        .call = call_softplus_526,
+        .call_inplace = inplace_softplus_527,
+        .call_out = out_softplus_528,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:326 sample 0",
+        .where = "ops.yaml:470 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_434,
+        .call = call_clone_530,
         .call_inplace = NULL,
-        .call_out = out_clone_435,
+        .call_out = out_clone_531,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:326 sample 1",
+        .where = "ops.yaml:470 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_436,
+        .call = call_clone_532,
         .call_inplace = NULL,
-        .call_out = out_clone_437,
+        .call_out = out_clone_533,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:326 sample 2",
+        .where = "ops.yaml:470 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_438,
+        .call = call_clone_534,
         .call_inplace = NULL,
-        .call_out = out_clone_439,
+        .call_out = out_clone_535,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:326 sample 3",
+        .where = "ops.yaml:470 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clone_440,
+        .call = call_clone_536,
         .call_inplace = NULL,
-        .call_out = out_clone_441,
+        .call_out = out_clone_537,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "abs",
-        .where = "ops.yaml:341 sample 0",
+        .where = "ops.yaml:485 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_442,
-        .call_inplace = inplace_abs_443,
-        .call_out = out_abs_444,
+        .call = call_abs_538,
+        .call_inplace = inplace_abs_539,
+        .call_out = out_abs_540,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:341 sample 1",
+        .where = "ops.yaml:485 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_445,
-        .call_inplace = inplace_abs_446,
-        .call_out = out_abs_447,
+        .call = call_abs_541,
+        .call_inplace = inplace_abs_542,
+        .call_out = out_abs_543,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:341 sample 2",
+        .where = "ops.yaml:485 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_448,
-        .call_inplace = inplace_abs_449,
-        .call_out = out_abs_450,
+        .call = call_abs_544,
+        .call_inplace = inplace_abs_545,
+        .call_out = out_abs_546,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "abs",
-        .where = "ops.yaml:341 sample 3",
+        .where = "ops.yaml:485 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_abs_451,
-        .call_inplace = inplace_abs_452,
-        .call_out = out_abs_453,
+        .call = call_abs_547,
+        .call_inplace = inplace_abs_548,
+        .call_out = out_abs_549,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "sign",
-        .where = "ops.yaml:349 sample 0",
+        .where = "ops.yaml:493 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_455,
-        .call_inplace = inplace_sign_456,
-        .call_out = out_sign_457,
+        .call = call_sign_551,
+        .call_inplace = inplace_sign_552,
+        .call_out = out_sign_553,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:349 sample 1",
+        .where = "ops.yaml:493 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_458,
-        .call_inplace = inplace_sign_459,
-        .call_out = out_sign_460,
+        .call = call_sign_554,
+        .call_inplace = inplace_sign_555,
+        .call_out = out_sign_556,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:349 sample 2",
+        .where = "ops.yaml:493 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_461,
-        .call_inplace = inplace_sign_462,
-        .call_out = out_sign_463,
+        .call = call_sign_557,
+        .call_inplace = inplace_sign_558,
+        .call_out = out_sign_559,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sign",
-        .where = "ops.yaml:349 sample 3",
+        .where = "ops.yaml:493 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sign_464,
-        .call_inplace = inplace_sign_465,
-        .call_out = out_sign_466,
+        .call = call_sign_560,
+        .call_inplace = inplace_sign_561,
+        .call_out = out_sign_562,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:356 sample 0",
+        .where = "ops.yaml:500 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_square_467,
-        .call_inplace = inplace_square_468,
-        .call_out = out_square_469,
+        .call = call_square_563,
+        .call_inplace = inplace_square_564,
+        .call_out = out_square_565,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:356 sample 1",
+        .where = "ops.yaml:500 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_square_470,
-        .call_inplace = inplace_square_471,
-        .call_out = out_square_472,
+        .call = call_square_566,
+        .call_inplace = inplace_square_567,
+        .call_out = out_square_568,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:356 sample 2",
+        .where = "ops.yaml:500 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_square_473,
-        .call_inplace = inplace_square_474,
-        .call_out = out_square_475,
+        .call = call_square_569,
+        .call_inplace = inplace_square_570,
+        .call_out = out_square_571,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "square",
-        .where = "ops.yaml:356 sample 3",
+        .where = "ops.yaml:500 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_square_476,
-        .call_inplace = inplace_square_477,
-        .call_out = out_square_478,
+        .call = call_square_572,
+        .call_inplace = inplace_square_573,
+        .call_out = out_square_574,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:363 sample 0",
+        .where = "ops.yaml:509 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_480,
-        .call_inplace = inplace_reciprocal_481,
-        .call_out = out_reciprocal_482,
+        .call = call_reciprocal_575,
+        .call_inplace = inplace_reciprocal_576,
+        .call_out = out_reciprocal_577,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:363 sample 1",
+        .where = "ops.yaml:509 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_483,
-        .call_inplace = inplace_reciprocal_484,
-        .call_out = out_reciprocal_485,
+        .call = call_reciprocal_578,
+        .call_inplace = inplace_reciprocal_579,
+        .call_out = out_reciprocal_580,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:363 sample 2",
+        .where = "ops.yaml:509 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_486,
-        .call_inplace = inplace_reciprocal_487,
-        .call_out = out_reciprocal_488,
+        .call = call_reciprocal_581,
+        .call_inplace = inplace_reciprocal_582,
+        .call_out = out_reciprocal_583,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:363 sample 3",
+        .where = "ops.yaml:509 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reciprocal_489,
-        .call_inplace = inplace_reciprocal_490,
-        .call_out = out_reciprocal_491,
+        .call = call_reciprocal_584,
+        .call_inplace = inplace_reciprocal_585,
+        .call_out = out_reciprocal_586,
         .differentiable = true,
         .domain = "nonzero",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:372 sample 0",
+        .where = "ops.yaml:518 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_492,
-        .call_inplace = inplace_rsqrt_493,
-        .call_out = out_rsqrt_494,
+        .call = call_rsqrt_587,
+        .call_inplace = inplace_rsqrt_588,
+        .call_out = out_rsqrt_589,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:372 sample 1",
+        .where = "ops.yaml:518 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_495,
-        .call_inplace = inplace_rsqrt_496,
-        .call_out = out_rsqrt_497,
+        .call = call_rsqrt_590,
+        .call_inplace = inplace_rsqrt_591,
+        .call_out = out_rsqrt_592,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:372 sample 2",
+        .where = "ops.yaml:518 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_498,
-        .call_inplace = inplace_rsqrt_499,
-        .call_out = out_rsqrt_500,
+        .call = call_rsqrt_593,
+        .call_inplace = inplace_rsqrt_594,
+        .call_out = out_rsqrt_595,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:372 sample 3",
+        .where = "ops.yaml:518 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_rsqrt_501,
-        .call_inplace = inplace_rsqrt_502,
-        .call_out = out_rsqrt_503,
+        .call = call_rsqrt_596,
+        .call_inplace = inplace_rsqrt_597,
+        .call_out = out_rsqrt_598,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:381 sample 0",
+        .where = "ops.yaml:527 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_504,
-        .call_inplace = inplace_expm1_505,
-        .call_out = out_expm1_506,
+        .call = call_expm1_599,
+        .call_inplace = inplace_expm1_600,
+        .call_out = out_expm1_601,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:381 sample 1",
+        .where = "ops.yaml:527 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_507,
-        .call_inplace = inplace_expm1_508,
-        .call_out = out_expm1_509,
+        .call = call_expm1_602,
+        .call_inplace = inplace_expm1_603,
+        .call_out = out_expm1_604,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:381 sample 2",
+        .where = "ops.yaml:527 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_510,
-        .call_inplace = inplace_expm1_511,
-        .call_out = out_expm1_512,
+        .call = call_expm1_605,
+        .call_inplace = inplace_expm1_606,
+        .call_out = out_expm1_607,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:381 sample 3",
+        .where = "ops.yaml:527 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_expm1_513,
-        .call_inplace = inplace_expm1_514,
-        .call_out = out_expm1_515,
+        .call = call_expm1_608,
+        .call_inplace = inplace_expm1_609,
+        .call_out = out_expm1_610,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:389 sample 0",
+        .where = "ops.yaml:535 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_516,
-        .call_inplace = inplace_log1p_517,
-        .call_out = out_log1p_518,
+        .call = call_log1p_611,
+        .call_inplace = inplace_log1p_612,
+        .call_out = out_log1p_613,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:389 sample 1",
+        .where = "ops.yaml:535 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_519,
-        .call_inplace = inplace_log1p_520,
-        .call_out = out_log1p_521,
+        .call = call_log1p_614,
+        .call_inplace = inplace_log1p_615,
+        .call_out = out_log1p_616,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:389 sample 2",
+        .where = "ops.yaml:535 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_522,
-        .call_inplace = inplace_log1p_523,
-        .call_out = out_log1p_524,
+        .call = call_log1p_617,
+        .call_inplace = inplace_log1p_618,
+        .call_out = out_log1p_619,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:389 sample 3",
+        .where = "ops.yaml:535 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log1p_525,
-        .call_inplace = inplace_log1p_526,
-        .call_out = out_log1p_527,
+        .call = call_log1p_620,
+        .call_inplace = inplace_log1p_621,
+        .call_out = out_log1p_622,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:398 sample 0",
+        .where = "ops.yaml:544 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_528,
-        .call_inplace = inplace_log2_529,
-        .call_out = out_log2_530,
+        .call = call_log2_623,
+        .call_inplace = inplace_log2_624,
+        .call_out = out_log2_625,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:398 sample 1",
+        .where = "ops.yaml:544 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_531,
-        .call_inplace = inplace_log2_532,
-        .call_out = out_log2_533,
+        .call = call_log2_626,
+        .call_inplace = inplace_log2_627,
+        .call_out = out_log2_628,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:398 sample 2",
+        .where = "ops.yaml:544 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_534,
-        .call_inplace = inplace_log2_535,
-        .call_out = out_log2_536,
+        .call = call_log2_629,
+        .call_inplace = inplace_log2_630,
+        .call_out = out_log2_631,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "log2",
-        .where = "ops.yaml:398 sample 3",
+        .where = "ops.yaml:544 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log2_537,
-        .call_inplace = inplace_log2_538,
-        .call_out = out_log2_539,
+        .call = call_log2_632,
+        .call_inplace = inplace_log2_633,
+        .call_out = out_log2_634,
         .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "sin",
-        .where = "ops.yaml:407 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_540,
-        .call_inplace = inplace_sin_541,
-        .call_out = out_sin_542,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sin",
-        .where = "ops.yaml:407 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_543,
-        .call_inplace = inplace_sin_544,
-        .call_out = out_sin_545,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sin",
-        .where = "ops.yaml:407 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_546,
-        .call_inplace = inplace_sin_547,
-        .call_out = out_sin_548,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sin",
-        .where = "ops.yaml:407 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sin_549,
-        .call_inplace = inplace_sin_550,
-        .call_out = out_sin_551,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cos",
-        .where = "ops.yaml:415 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_552,
-        .call_inplace = inplace_cos_553,
-        .call_out = out_cos_554,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cos",
-        .where = "ops.yaml:415 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_555,
-        .call_inplace = inplace_cos_556,
-        .call_out = out_cos_557,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cos",
-        .where = "ops.yaml:415 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_558,
-        .call_inplace = inplace_cos_559,
-        .call_out = out_cos_560,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cos",
-        .where = "ops.yaml:415 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cos_561,
-        .call_inplace = inplace_cos_562,
-        .call_out = out_cos_563,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "erf",
-        .where = "ops.yaml:423 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_564,
-        .call_inplace = inplace_erf_565,
-        .call_out = out_erf_566,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "erf",
-        .where = "ops.yaml:423 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_567,
-        .call_inplace = inplace_erf_568,
-        .call_out = out_erf_569,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "erf",
-        .where = "ops.yaml:423 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_570,
-        .call_inplace = inplace_erf_571,
-        .call_out = out_erf_572,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "erf",
-        .where = "ops.yaml:423 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_erf_573,
-        .call_inplace = inplace_erf_574,
-        .call_out = out_erf_575,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "floor",
-        .where = "ops.yaml:431 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_576,
-        .call_inplace = inplace_floor_577,
-        .call_out = out_floor_578,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "floor",
-        .where = "ops.yaml:431 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_579,
-        .call_inplace = inplace_floor_580,
-        .call_out = out_floor_581,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "floor",
-        .where = "ops.yaml:431 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_582,
-        .call_inplace = inplace_floor_583,
-        .call_out = out_floor_584,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "floor",
-        .where = "ops.yaml:431 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_floor_585,
-        .call_inplace = inplace_floor_586,
-        .call_out = out_floor_587,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "ceil",
-        .where = "ops.yaml:438 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_589,
-        .call_inplace = inplace_ceil_590,
-        .call_out = out_ceil_591,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "ceil",
-        .where = "ops.yaml:438 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_592,
-        .call_inplace = inplace_ceil_593,
-        .call_out = out_ceil_594,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "ceil",
-        .where = "ops.yaml:438 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_595,
-        .call_inplace = inplace_ceil_596,
-        .call_out = out_ceil_597,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "ceil",
-        .where = "ops.yaml:438 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ceil_598,
-        .call_inplace = inplace_ceil_599,
-        .call_out = out_ceil_600,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "round",
-        .where = "ops.yaml:445 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_round_602,
-        .call_inplace = inplace_round_603,
-        .call_out = out_round_604,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "round",
-        .where = "ops.yaml:445 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_round_605,
-        .call_inplace = inplace_round_606,
-        .call_out = out_round_607,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "round",
-        .where = "ops.yaml:445 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_round_608,
-        .call_inplace = inplace_round_609,
-        .call_out = out_round_610,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "round",
-        .where = "ops.yaml:445 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_round_611,
-        .call_inplace = inplace_round_612,
-        .call_out = out_round_613,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "trunc",
-        .where = "ops.yaml:452 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_615,
-        .call_inplace = inplace_trunc_616,
-        .call_out = out_trunc_617,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "trunc",
-        .where = "ops.yaml:452 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_618,
-        .call_inplace = inplace_trunc_619,
-        .call_out = out_trunc_620,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "trunc",
-        .where = "ops.yaml:452 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_621,
-        .call_inplace = inplace_trunc_622,
-        .call_out = out_trunc_623,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "trunc",
-        .where = "ops.yaml:452 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_trunc_624,
-        .call_inplace = inplace_trunc_625,
-        .call_out = out_trunc_626,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "leaky_relu",
-        .where = "ops.yaml:459 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_628,
-        .call_inplace = inplace_leaky_relu_629,
-        .call_out = out_leaky_relu_630,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu",
-        .where = "ops.yaml:459 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_631,
-        .call_inplace = inplace_leaky_relu_632,
-        .call_out = out_leaky_relu_633,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu",
-        .where = "ops.yaml:459 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_634,
-        .call_inplace = inplace_leaky_relu_635,
-        .call_out = out_leaky_relu_636,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu",
-        .where = "ops.yaml:459 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_leaky_relu_637,
-        .call_inplace = inplace_leaky_relu_638,
-        .call_out = out_leaky_relu_639,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:467 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_641,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:467 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_642,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:467 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_643,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:467 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_644,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "leaky_relu_backward",
-        .where = "ops.yaml:467 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_645,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:478 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_648,
-        .call_inplace = inplace_elu_649,
-        .call_out = out_elu_650,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:478 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_651,
-        .call_inplace = inplace_elu_652,
-        .call_out = out_elu_653,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:478 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_654,
-        .call_inplace = inplace_elu_655,
-        .call_out = out_elu_656,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu",
-        .where = "ops.yaml:478 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_elu_657,
-        .call_inplace = inplace_elu_658,
-        .call_out = out_elu_659,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:486 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_661,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:486 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_662,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:486 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_663,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:486 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_664,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "elu_backward",
-        .where = "ops.yaml:486 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_665,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "silu",
-        .where = "ops.yaml:497 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_668,
-        .call_inplace = inplace_silu_669,
-        .call_out = out_silu_670,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "silu",
-        .where = "ops.yaml:497 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_671,
-        .call_inplace = inplace_silu_672,
-        .call_out = out_silu_673,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "silu",
-        .where = "ops.yaml:497 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_674,
-        .call_inplace = inplace_silu_675,
-        .call_out = out_silu_676,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "silu",
-        .where = "ops.yaml:497 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_silu_677,
-        .call_inplace = inplace_silu_678,
-        .call_out = out_silu_679,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "isnan",
-        .where = "ops.yaml:504 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_681,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isnan",
-        .where = "ops.yaml:504 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_682,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isnan",
-        .where = "ops.yaml:504 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_683,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isnan",
-        .where = "ops.yaml:504 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_isnan_684,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isfinite",
-        .where = "ops.yaml:513 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_685,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isfinite",
-        .where = "ops.yaml:513 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_686,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isfinite",
-        .where = "ops.yaml:513 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_687,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "isfinite",
-        .where = "ops.yaml:513 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_isfinite_688,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:524 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_689,
-        .call_inplace = NULL,
-        .call_out = out_eq_690,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:524 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_691,
-        .call_inplace = NULL,
-        .call_out = out_eq_692,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:524 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_693,
-        .call_inplace = NULL,
-        .call_out = out_eq_694,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:524 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_695,
-        .call_inplace = NULL,
-        .call_out = out_eq_696,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:524 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_697,
-        .call_inplace = NULL,
-        .call_out = out_eq_698,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:534 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_700,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_701,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:534 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_702,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_703,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:534 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_704,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_705,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:534 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_eq_scalar_706,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_707,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:543 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_708,
-        .call_inplace = NULL,
-        .call_out = out_lt_709,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:543 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_710,
-        .call_inplace = NULL,
-        .call_out = out_lt_711,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:543 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_712,
-        .call_inplace = NULL,
-        .call_out = out_lt_713,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:543 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_714,
-        .call_inplace = NULL,
-        .call_out = out_lt_715,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:543 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_716,
-        .call_inplace = NULL,
-        .call_out = out_lt_717,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Scalar",
         .where = "ops.yaml:553 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_719,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_720,
-        .differentiable = false,
+        .call = call_sin_635,
+        .call_inplace = inplace_sin_636,
+        .call_out = out_sin_637,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
+        .op = "sin",
         .where = "ops.yaml:553 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_721,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_722,
-        .differentiable = false,
+        .call = call_sin_638,
+        .call_inplace = inplace_sin_639,
+        .call_out = out_sin_640,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
+        .op = "sin",
         .where = "ops.yaml:553 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_723,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_724,
-        .differentiable = false,
+        .call = call_sin_641,
+        .call_inplace = inplace_sin_642,
+        .call_out = out_sin_643,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
+        .op = "sin",
         .where = "ops.yaml:553 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_lt_scalar_725,
+        .call = call_sin_644,
+        .call_inplace = inplace_sin_645,
+        .call_out = out_sin_646,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:561 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_647,
+        .call_inplace = inplace_cos_648,
+        .call_out = out_cos_649,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:561 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_650,
+        .call_inplace = inplace_cos_651,
+        .call_out = out_cos_652,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:561 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_653,
+        .call_inplace = inplace_cos_654,
+        .call_out = out_cos_655,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:561 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cos_656,
+        .call_inplace = inplace_cos_657,
+        .call_out = out_cos_658,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:569 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_659,
+        .call_inplace = inplace_erf_660,
+        .call_out = out_erf_661,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:569 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_662,
+        .call_inplace = inplace_erf_663,
+        .call_out = out_erf_664,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:569 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_665,
+        .call_inplace = inplace_erf_666,
+        .call_out = out_erf_667,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:569 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_erf_668,
+        .call_inplace = inplace_erf_669,
+        .call_out = out_erf_670,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:577 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_671,
+        .call_inplace = inplace_floor_672,
+        .call_out = out_floor_673,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:577 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_674,
+        .call_inplace = inplace_floor_675,
+        .call_out = out_floor_676,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:577 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_677,
+        .call_inplace = inplace_floor_678,
+        .call_out = out_floor_679,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:577 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_floor_680,
+        .call_inplace = inplace_floor_681,
+        .call_out = out_floor_682,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:584 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_684,
+        .call_inplace = inplace_ceil_685,
+        .call_out = out_ceil_686,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:584 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_687,
+        .call_inplace = inplace_ceil_688,
+        .call_out = out_ceil_689,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:584 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_690,
+        .call_inplace = inplace_ceil_691,
+        .call_out = out_ceil_692,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:584 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ceil_693,
+        .call_inplace = inplace_ceil_694,
+        .call_out = out_ceil_695,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:591 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_round_697,
+        .call_inplace = inplace_round_698,
+        .call_out = out_round_699,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:591 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_round_700,
+        .call_inplace = inplace_round_701,
+        .call_out = out_round_702,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:591 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_round_703,
+        .call_inplace = inplace_round_704,
+        .call_out = out_round_705,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:591 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_round_706,
+        .call_inplace = inplace_round_707,
+        .call_out = out_round_708,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:598 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_710,
+        .call_inplace = inplace_trunc_711,
+        .call_out = out_trunc_712,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:598 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_713,
+        .call_inplace = inplace_trunc_714,
+        .call_out = out_trunc_715,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:598 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_716,
+        .call_inplace = inplace_trunc_717,
+        .call_out = out_trunc_718,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:598 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_trunc_719,
+        .call_inplace = inplace_trunc_720,
+        .call_out = out_trunc_721,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:605 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_723,
+        .call_inplace = inplace_leaky_relu_724,
+        .call_out = out_leaky_relu_725,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:605 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_726,
+        .call_inplace = inplace_leaky_relu_727,
+        .call_out = out_leaky_relu_728,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:605 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_729,
+        .call_inplace = inplace_leaky_relu_730,
+        .call_out = out_leaky_relu_731,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:605 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_leaky_relu_732,
+        .call_inplace = inplace_leaky_relu_733,
+        .call_out = out_leaky_relu_734,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:613 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_736,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_726,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:613 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_737,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:613 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_738,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:613 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_739,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:613 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_740,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:624 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_743,
+        .call_inplace = inplace_elu_744,
+        .call_out = out_elu_745,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:624 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_746,
+        .call_inplace = inplace_elu_747,
+        .call_out = out_elu_748,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:624 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_749,
+        .call_inplace = inplace_elu_750,
+        .call_out = out_elu_751,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:624 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_elu_752,
+        .call_inplace = inplace_elu_753,
+        .call_out = out_elu_754,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:632 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_756,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:632 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_757,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:632 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_758,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:632 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_759,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:632 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_760,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:643 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_763,
+        .call_inplace = inplace_silu_764,
+        .call_out = out_silu_765,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:643 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_766,
+        .call_inplace = inplace_silu_767,
+        .call_out = out_silu_768,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:643 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_769,
+        .call_inplace = inplace_silu_770,
+        .call_out = out_silu_771,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:643 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_silu_772,
+        .call_inplace = inplace_silu_773,
+        .call_out = out_silu_774,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:650 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_776,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:562 sample 0",
+        .op = "isnan",
+        .where = "ops.yaml:650 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_777,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:650 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_778,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:650 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isnan_779,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:659 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_780,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:659 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_781,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:659 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_782,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:659 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isfinite_783,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu",
+        .where = "ops.yaml:675 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_784,
+        .call_inplace = inplace_gelu_785,
+        .call_out = out_gelu_786,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu",
+        .where = "ops.yaml:675 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_gelu_787,
+        .call_inplace = inplace_gelu_788,
+        .call_out = out_gelu_789,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu",
+        .where = "ops.yaml:675 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_790,
+        .call_inplace = inplace_gelu_791,
+        .call_out = out_gelu_792,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu",
+        .where = "ops.yaml:675 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_793,
+        .call_inplace = inplace_gelu_794,
+        .call_out = out_gelu_795,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu",
+        .where = "ops.yaml:675 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_796,
+        .call_inplace = inplace_gelu_797,
+        .call_out = out_gelu_798,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu_backward",
+        .where = "ops.yaml:691 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_backward_801,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu_backward",
+        .where = "ops.yaml:691 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_backward_802,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu_backward",
+        .where = "ops.yaml:691 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_gelu_backward_803,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu_backward",
+        .where = "ops.yaml:691 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_backward_804,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gelu_backward",
+        .where = "ops.yaml:691 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gelu_backward_805,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "nan_to_num",
+        .where = "ops.yaml:712 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_nan_to_num_809,
+        .call_inplace = inplace_nan_to_num_810,
+        .call_out = out_nan_to_num_811,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "nan_to_num",
+        .where = "ops.yaml:712 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_nan_to_num_812,
+        .call_inplace = inplace_nan_to_num_813,
+        .call_out = out_nan_to_num_814,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "nan_to_num",
+        .where = "ops.yaml:712 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nan_to_num_815,
+        .call_inplace = inplace_nan_to_num_816,
+        .call_out = out_nan_to_num_817,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "nan_to_num",
+        .where = "ops.yaml:712 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_nan_to_num_818,
+        .call_inplace = inplace_nan_to_num_819,
+        .call_out = out_nan_to_num_820,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:721 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_727,
+        .call = call_eq_821,
         .call_inplace = NULL,
-        .call_out = out_gt_728,
+        .call_out = out_eq_822,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:562 sample 1",
+        .op = "eq.Tensor",
+        .where = "ops.yaml:721 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_729,
+        .call = call_eq_823,
         .call_inplace = NULL,
-        .call_out = out_gt_730,
+        .call_out = out_eq_824,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:562 sample 2",
+        .op = "eq.Tensor",
+        .where = "ops.yaml:721 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_731,
+        .call = call_eq_825,
         .call_inplace = NULL,
-        .call_out = out_gt_732,
+        .call_out = out_eq_826,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:562 sample 3",
+        .op = "eq.Tensor",
+        .where = "ops.yaml:721 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_733,
+        .call = call_eq_827,
         .call_inplace = NULL,
-        .call_out = out_gt_734,
+        .call_out = out_eq_828,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:562 sample 4",
+        .op = "eq.Tensor",
+        .where = "ops.yaml:721 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_735,
+        .call = call_eq_829,
         .call_inplace = NULL,
-        .call_out = out_gt_736,
+        .call_out = out_eq_830,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:572 sample 0",
+        .op = "eq.Scalar",
+        .where = "ops.yaml:731 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_738,
+        .call = call_eq_scalar_832,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_739,
+        .call_out = out_eq_scalar_833,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:572 sample 1",
+        .op = "eq.Scalar",
+        .where = "ops.yaml:731 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_740,
+        .call = call_eq_scalar_834,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_741,
+        .call_out = out_eq_scalar_835,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:572 sample 2",
+        .op = "eq.Scalar",
+        .where = "ops.yaml:731 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_742,
+        .call = call_eq_scalar_836,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_743,
+        .call_out = out_eq_scalar_837,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:572 sample 3",
+        .op = "eq.Scalar",
+        .where = "ops.yaml:731 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gt_scalar_744,
+        .call = call_eq_scalar_838,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_745,
+        .call_out = out_eq_scalar_839,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:740 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_840,
+        .call_inplace = NULL,
+        .call_out = out_lt_841,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:740 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_842,
+        .call_inplace = NULL,
+        .call_out = out_lt_843,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:740 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_844,
+        .call_inplace = NULL,
+        .call_out = out_lt_845,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:740 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_846,
+        .call_inplace = NULL,
+        .call_out = out_lt_847,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:740 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_848,
+        .call_inplace = NULL,
+        .call_out = out_lt_849,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:750 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_851,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_852,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:750 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_853,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_854,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:750 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_855,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_856,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:750 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_lt_scalar_857,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_858,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:759 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_859,
+        .call_inplace = NULL,
+        .call_out = out_gt_860,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:759 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_861,
+        .call_inplace = NULL,
+        .call_out = out_gt_862,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:759 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_863,
+        .call_inplace = NULL,
+        .call_out = out_gt_864,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:759 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_865,
+        .call_inplace = NULL,
+        .call_out = out_gt_866,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:759 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_867,
+        .call_inplace = NULL,
+        .call_out = out_gt_868,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:769 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_870,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_871,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:769 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_872,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_873,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:769 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_874,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_875,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:769 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_gt_scalar_876,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_877,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:589 sample 0",
+        .where = "ops.yaml:786 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_746,
+        .call = call_where_878,
         .call_inplace = NULL,
-        .call_out = out_where_747,
+        .call_out = out_where_879,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:589 sample 1",
+        .where = "ops.yaml:786 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_748,
+        .call = call_where_880,
         .call_inplace = NULL,
-        .call_out = out_where_749,
+        .call_out = out_where_881,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:589 sample 2",
+        .where = "ops.yaml:786 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_750,
+        .call = call_where_882,
         .call_inplace = NULL,
-        .call_out = out_where_751,
+        .call_out = out_where_883,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:594 sample 0",
+        .where = "ops.yaml:791 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_754,
+        .call = call_ne_886,
         .call_inplace = NULL,
-        .call_out = out_ne_755,
+        .call_out = out_ne_887,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:594 sample 1",
+        .where = "ops.yaml:791 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_756,
+        .call = call_ne_888,
         .call_inplace = NULL,
-        .call_out = out_ne_757,
+        .call_out = out_ne_889,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:594 sample 2",
+        .where = "ops.yaml:791 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_758,
+        .call = call_ne_890,
         .call_inplace = NULL,
-        .call_out = out_ne_759,
+        .call_out = out_ne_891,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:594 sample 3",
+        .where = "ops.yaml:791 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_760,
+        .call = call_ne_892,
         .call_inplace = NULL,
-        .call_out = out_ne_761,
+        .call_out = out_ne_893,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:594 sample 4",
+        .where = "ops.yaml:791 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_762,
+        .call = call_ne_894,
         .call_inplace = NULL,
-        .call_out = out_ne_763,
+        .call_out = out_ne_895,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:604 sample 0",
+        .where = "ops.yaml:801 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_765,
+        .call = call_ne_scalar_897,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_766,
+        .call_out = out_ne_scalar_898,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:604 sample 1",
+        .where = "ops.yaml:801 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_767,
+        .call = call_ne_scalar_899,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_768,
+        .call_out = out_ne_scalar_900,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:604 sample 2",
+        .where = "ops.yaml:801 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_769,
+        .call = call_ne_scalar_901,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_770,
+        .call_out = out_ne_scalar_902,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:604 sample 3",
+        .where = "ops.yaml:801 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ne_scalar_771,
+        .call = call_ne_scalar_903,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_772,
+        .call_out = out_ne_scalar_904,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:613 sample 0",
+        .where = "ops.yaml:810 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_773,
+        .call = call_le_905,
         .call_inplace = NULL,
-        .call_out = out_le_774,
+        .call_out = out_le_906,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:613 sample 1",
+        .where = "ops.yaml:810 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_775,
+        .call = call_le_907,
         .call_inplace = NULL,
-        .call_out = out_le_776,
+        .call_out = out_le_908,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:613 sample 2",
+        .where = "ops.yaml:810 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_777,
+        .call = call_le_909,
         .call_inplace = NULL,
-        .call_out = out_le_778,
+        .call_out = out_le_910,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:613 sample 3",
+        .where = "ops.yaml:810 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_779,
+        .call = call_le_911,
         .call_inplace = NULL,
-        .call_out = out_le_780,
+        .call_out = out_le_912,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:613 sample 4",
+        .where = "ops.yaml:810 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_781,
+        .call = call_le_913,
         .call_inplace = NULL,
-        .call_out = out_le_782,
+        .call_out = out_le_914,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:623 sample 0",
+        .where = "ops.yaml:820 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_784,
+        .call = call_le_scalar_916,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_785,
+        .call_out = out_le_scalar_917,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:623 sample 1",
+        .where = "ops.yaml:820 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_786,
+        .call = call_le_scalar_918,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_787,
+        .call_out = out_le_scalar_919,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:623 sample 2",
+        .where = "ops.yaml:820 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_788,
+        .call = call_le_scalar_920,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_789,
+        .call_out = out_le_scalar_921,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:623 sample 3",
+        .where = "ops.yaml:820 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_le_scalar_790,
+        .call = call_le_scalar_922,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_791,
+        .call_out = out_le_scalar_923,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:632 sample 0",
+        .where = "ops.yaml:829 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_792,
+        .call = call_ge_924,
         .call_inplace = NULL,
-        .call_out = out_ge_793,
+        .call_out = out_ge_925,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:632 sample 1",
+        .where = "ops.yaml:829 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_794,
+        .call = call_ge_926,
         .call_inplace = NULL,
-        .call_out = out_ge_795,
+        .call_out = out_ge_927,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:632 sample 2",
+        .where = "ops.yaml:829 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_796,
+        .call = call_ge_928,
         .call_inplace = NULL,
-        .call_out = out_ge_797,
+        .call_out = out_ge_929,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:632 sample 3",
+        .where = "ops.yaml:829 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_798,
+        .call = call_ge_930,
         .call_inplace = NULL,
-        .call_out = out_ge_799,
+        .call_out = out_ge_931,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:632 sample 4",
+        .where = "ops.yaml:829 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_800,
+        .call = call_ge_932,
         .call_inplace = NULL,
-        .call_out = out_ge_801,
+        .call_out = out_ge_933,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:642 sample 0",
+        .where = "ops.yaml:839 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_803,
+        .call = call_ge_scalar_935,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_804,
+        .call_out = out_ge_scalar_936,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:642 sample 1",
+        .where = "ops.yaml:839 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_805,
+        .call = call_ge_scalar_937,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_806,
+        .call_out = out_ge_scalar_938,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:642 sample 2",
+        .where = "ops.yaml:839 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_807,
+        .call = call_ge_scalar_939,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_808,
+        .call_out = out_ge_scalar_940,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:642 sample 3",
+        .where = "ops.yaml:839 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ge_scalar_809,
+        .call = call_ge_scalar_941,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_810,
+        .call_out = out_ge_scalar_942,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:848 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_811,
+        .call = call_logical_and_943,
         .call_inplace = NULL,
-        .call_out = out_logical_and_812,
+        .call_out = out_logical_and_944,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:651 sample 1",
+        .where = "ops.yaml:848 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_813,
+        .call = call_logical_and_945,
         .call_inplace = NULL,
-        .call_out = out_logical_and_814,
+        .call_out = out_logical_and_946,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:651 sample 2",
+        .where = "ops.yaml:848 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_815,
+        .call = call_logical_and_947,
         .call_inplace = NULL,
-        .call_out = out_logical_and_816,
+        .call_out = out_logical_and_948,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:651 sample 3",
+        .where = "ops.yaml:848 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_817,
+        .call = call_logical_and_949,
         .call_inplace = NULL,
-        .call_out = out_logical_and_818,
+        .call_out = out_logical_and_950,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:651 sample 4",
+        .where = "ops.yaml:848 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_819,
+        .call = call_logical_and_951,
         .call_inplace = NULL,
-        .call_out = out_logical_and_820,
+        .call_out = out_logical_and_952,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:661 sample 0",
+        .where = "ops.yaml:858 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_822,
+        .call = call_logical_or_954,
         .call_inplace = NULL,
-        .call_out = out_logical_or_823,
+        .call_out = out_logical_or_955,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:661 sample 1",
+        .where = "ops.yaml:858 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_824,
+        .call = call_logical_or_956,
         .call_inplace = NULL,
-        .call_out = out_logical_or_825,
+        .call_out = out_logical_or_957,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:661 sample 2",
+        .where = "ops.yaml:858 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_826,
+        .call = call_logical_or_958,
         .call_inplace = NULL,
-        .call_out = out_logical_or_827,
+        .call_out = out_logical_or_959,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:661 sample 3",
+        .where = "ops.yaml:858 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_828,
+        .call = call_logical_or_960,
         .call_inplace = NULL,
-        .call_out = out_logical_or_829,
+        .call_out = out_logical_or_961,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:661 sample 4",
+        .where = "ops.yaml:858 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_830,
+        .call = call_logical_or_962,
         .call_inplace = NULL,
-        .call_out = out_logical_or_831,
+        .call_out = out_logical_or_963,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:671 sample 0",
+        .where = "ops.yaml:868 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_833,
+        .call = call_logical_xor_965,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_834,
+        .call_out = out_logical_xor_966,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:671 sample 1",
+        .where = "ops.yaml:868 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_835,
+        .call = call_logical_xor_967,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_836,
+        .call_out = out_logical_xor_968,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:671 sample 2",
+        .where = "ops.yaml:868 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_837,
+        .call = call_logical_xor_969,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_838,
+        .call_out = out_logical_xor_970,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:671 sample 3",
+        .where = "ops.yaml:868 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_839,
+        .call = call_logical_xor_971,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_840,
+        .call_out = out_logical_xor_972,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:671 sample 4",
+        .where = "ops.yaml:868 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_841,
+        .call = call_logical_xor_973,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_842,
+        .call_out = out_logical_xor_974,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:681 sample 0",
+        .where = "ops.yaml:878 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_844,
+        .call = call_logical_not_976,
         .call_inplace = NULL,
-        .call_out = out_logical_not_845,
+        .call_out = out_logical_not_977,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:681 sample 1",
+        .where = "ops.yaml:878 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_846,
+        .call = call_logical_not_978,
         .call_inplace = NULL,
-        .call_out = out_logical_not_847,
+        .call_out = out_logical_not_979,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:681 sample 2",
+        .where = "ops.yaml:878 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_848,
+        .call = call_logical_not_980,
         .call_inplace = NULL,
-        .call_out = out_logical_not_849,
+        .call_out = out_logical_not_981,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:681 sample 3",
+        .where = "ops.yaml:878 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logical_not_850,
+        .call = call_logical_not_982,
         .call_inplace = NULL,
-        .call_out = out_logical_not_851,
+        .call_out = out_logical_not_983,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:697 sample 0",
+        .where = "ops.yaml:894 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_852,
-        .call_inplace = inplace_masked_fill_853,
+        .call = call_masked_fill_984,
+        .call_inplace = inplace_masked_fill_985,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:697 sample 1",
+        .where = "ops.yaml:894 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_854,
-        .call_inplace = inplace_masked_fill_855,
+        .call = call_masked_fill_986,
+        .call_inplace = inplace_masked_fill_987,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:697 sample 2",
+        .where = "ops.yaml:894 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_856,
-        .call_inplace = inplace_masked_fill_857,
+        .call = call_masked_fill_988,
+        .call_inplace = inplace_masked_fill_989,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:697 sample 3",
+        .where = "ops.yaml:894 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_858,
-        .call_inplace = inplace_masked_fill_859,
+        .call = call_masked_fill_990,
+        .call_inplace = inplace_masked_fill_991,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:714 sample 0",
+        .where = "ops.yaml:911 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_862,
-        .call_inplace = inplace_masked_fill_tensor_863,
+        .call = call_masked_fill_tensor_994,
+        .call_inplace = inplace_masked_fill_tensor_995,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:714 sample 1",
+        .where = "ops.yaml:911 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_864,
-        .call_inplace = inplace_masked_fill_tensor_865,
+        .call = call_masked_fill_tensor_996,
+        .call_inplace = inplace_masked_fill_tensor_997,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:714 sample 2",
+        .where = "ops.yaml:911 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_866,
-        .call_inplace = inplace_masked_fill_tensor_867,
+        .call = call_masked_fill_tensor_998,
+        .call_inplace = inplace_masked_fill_tensor_999,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum",
-        .where = "ops.yaml:729 sample 0",
+        .where = "ops.yaml:926 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_871,
+        .call = call_sum_1003,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13328,11 +15174,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:729 sample 1",
+        .where = "ops.yaml:926 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_872,
+        .call = call_sum_1004,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13340,10 +15186,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:729 sample 2",
+        .where = "ops.yaml:926 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_873,
+        .call = call_sum_1005,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13351,10 +15197,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:729 sample 3",
+        .where = "ops.yaml:926 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_874,
+        .call = call_sum_1006,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13362,55 +15208,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:744 sample 0",
+        .where = "ops.yaml:941 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_875,
+        .call = call_sum_dim_1007,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_876,
+        .call_out = out_sum_dim_1008,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:744 sample 1",
+        .where = "ops.yaml:941 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_877,
+        .call = call_sum_dim_1009,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_878,
+        .call_out = out_sum_dim_1010,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:744 sample 2",
+        .where = "ops.yaml:941 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_dim_879,
+        .call = call_sum_dim_1011,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_880,
+        .call_out = out_sum_dim_1012,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:744 sample 3",
+        .where = "ops.yaml:941 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_881,
+        .call = call_sum_dim_1013,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_882,
+        .call_out = out_sum_dim_1014,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean",
-        .where = "ops.yaml:758 sample 0",
+        .where = "ops.yaml:955 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_884,
+        .call = call_mean_1016,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13418,11 +15264,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:758 sample 1",
+        .where = "ops.yaml:955 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mean_885,
+        .call = call_mean_1017,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13430,10 +15276,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:758 sample 2",
+        .where = "ops.yaml:955 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_886,
+        .call = call_mean_1018,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13441,116 +15287,116 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:772 sample 0",
+        .where = "ops.yaml:969 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_888,
+        .call = call_mean_dim_1020,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_889,
+        .call_out = out_mean_dim_1021,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:772 sample 1",
+        .where = "ops.yaml:969 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_890,
+        .call = call_mean_dim_1022,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_891,
+        .call_out = out_mean_dim_1023,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:784 sample 0",
+        .where = "ops.yaml:981 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_894,
+        .call = call_amax_1026,
         .call_inplace = NULL,
-        .call_out = out_amax_895,
+        .call_out = out_amax_1027,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:784 sample 1",
+        .where = "ops.yaml:981 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_896,
+        .call = call_amax_1028,
         .call_inplace = NULL,
-        .call_out = out_amax_897,
+        .call_out = out_amax_1029,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:784 sample 2",
+        .where = "ops.yaml:981 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_898,
+        .call = call_amax_1030,
         .call_inplace = NULL,
-        .call_out = out_amax_899,
+        .call_out = out_amax_1031,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:806 sample 0",
+        .where = "ops.yaml:1003 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_901,
+        .call = call_mm_1033,
         .call_inplace = NULL,
-        .call_out = out_mm_902,
+        .call_out = out_mm_1034,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:806 sample 1",
+        .where = "ops.yaml:1003 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_903,
+        .call = call_mm_1035,
         .call_inplace = NULL,
-        .call_out = out_mm_904,
+        .call_out = out_mm_1036,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:806 sample 2",
+        .where = "ops.yaml:1003 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_905,
+        .call = call_mm_1037,
         .call_inplace = NULL,
-        .call_out = out_mm_906,
+        .call_out = out_mm_1038,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:806 sample 3",
+        .where = "ops.yaml:1003 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_907,
+        .call = call_mm_1039,
         .call_inplace = NULL,
-        .call_out = out_mm_908,
+        .call_out = out_mm_1040,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 0",
+        .where = "ops.yaml:1021 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_913,
+        .call = call_matmul_1045,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13558,11 +15404,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 1",
+        .where = "ops.yaml:1021 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_914,
+        .call = call_matmul_1046,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13570,11 +15416,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 2",
+        .where = "ops.yaml:1021 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_915,
+        .call = call_matmul_1047,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13582,11 +15428,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 3",
+        .where = "ops.yaml:1021 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_916,
+        .call = call_matmul_1048,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13594,11 +15440,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 4",
+        .where = "ops.yaml:1021 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_917,
+        .call = call_matmul_1049,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13606,11 +15452,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 5",
+        .where = "ops.yaml:1021 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_918,
+        .call = call_matmul_1050,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13618,7 +15464,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 6",
+        .where = "ops.yaml:1021 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -13626,7 +15472,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_919,
+        .call = call_matmul_1051,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13634,11 +15480,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 7",
+        .where = "ops.yaml:1021 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_920,
+        .call = call_matmul_1052,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13646,11 +15492,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 8",
+        .where = "ops.yaml:1021 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_921,
+        .call = call_matmul_1053,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13658,7 +15504,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 9",
+        .where = "ops.yaml:1021 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -13666,7 +15512,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_922,
+        .call = call_matmul_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13674,11 +15520,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:824 sample 10",
+        .where = "ops.yaml:1021 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_923,
+        .call = call_matmul_1055,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13686,19 +15532,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:854 sample 0",
+        .where = "ops.yaml:1051 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_927,
+        .call = call_bmm_1059,
         .call_inplace = NULL,
-        .call_out = out_bmm_928,
+        .call_out = out_bmm_1060,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:854 sample 1",
+        .where = "ops.yaml:1051 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -13710,119 +15556,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_929,
+        .call = call_bmm_1061,
         .call_inplace = NULL,
-        .call_out = out_bmm_930,
+        .call_out = out_bmm_1062,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:854 sample 2",
+        .where = "ops.yaml:1051 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_931,
+        .call = call_bmm_1063,
         .call_inplace = NULL,
-        .call_out = out_bmm_932,
+        .call_out = out_bmm_1064,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:854 sample 3",
+        .where = "ops.yaml:1051 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_933,
+        .call = call_bmm_1065,
         .call_inplace = NULL,
-        .call_out = out_bmm_934,
+        .call_out = out_bmm_1066,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:881 sample 0",
+        .where = "ops.yaml:1078 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_940,
+        .call = call_addmm_1072,
         .call_inplace = NULL,
-        .call_out = out_addmm_941,
+        .call_out = out_addmm_1073,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:881 sample 1",
+        .where = "ops.yaml:1078 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_942,
+        .call = call_addmm_1074,
         .call_inplace = NULL,
-        .call_out = out_addmm_943,
+        .call_out = out_addmm_1075,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:881 sample 2",
+        .where = "ops.yaml:1078 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_944,
+        .call = call_addmm_1076,
         .call_inplace = NULL,
-        .call_out = out_addmm_945,
+        .call_out = out_addmm_1077,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:881 sample 3",
+        .where = "ops.yaml:1078 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_946,
+        .call = call_addmm_1078,
         .call_inplace = NULL,
-        .call_out = out_addmm_947,
+        .call_out = out_addmm_1079,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:881 sample 4",
+        .where = "ops.yaml:1078 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_948,
+        .call = call_addmm_1080,
         .call_inplace = NULL,
-        .call_out = out_addmm_949,
+        .call_out = out_addmm_1081,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:913 sample 0",
+        .where = "ops.yaml:1110 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_957,
+        .call = call_baddbmm_1089,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_958,
+        .call_out = out_baddbmm_1090,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:913 sample 1",
+        .where = "ops.yaml:1110 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -13831,15 +15677,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_959,
+        .call = call_baddbmm_1091,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_960,
+        .call_out = out_baddbmm_1092,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:913 sample 2",
+        .where = "ops.yaml:1110 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -13848,45 +15694,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_961,
+        .call = call_baddbmm_1093,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_962,
+        .call_out = out_baddbmm_1094,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:913 sample 3",
+        .where = "ops.yaml:1110 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_963,
+        .call = call_baddbmm_1095,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_964,
+        .call_out = out_baddbmm_1096,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:913 sample 4",
+        .where = "ops.yaml:1110 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_965,
+        .call = call_baddbmm_1097,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_966,
+        .call_out = out_baddbmm_1098,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:934 sample 0",
+        .where = "ops.yaml:1131 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_976,
+        .call = call_dot_1108,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13894,11 +15740,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:934 sample 1",
+        .where = "ops.yaml:1131 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_977,
+        .call = call_dot_1109,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13906,11 +15752,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:934 sample 2",
+        .where = "ops.yaml:1131 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_978,
+        .call = call_dot_1110,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13918,11 +15764,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:951 sample 0",
+        .where = "ops.yaml:1148 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_983,
+        .call = call_outer_1115,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13930,11 +15776,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:951 sample 1",
+        .where = "ops.yaml:1148 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_984,
+        .call = call_outer_1116,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13942,11 +15788,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:951 sample 2",
+        .where = "ops.yaml:1148 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_985,
+        .call = call_outer_1117,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -13954,10 +15800,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:991 sample 0",
+        .where = "ops.yaml:1188 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_989,
+        .call = call_t_1121,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13965,10 +15811,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:991 sample 1",
+        .where = "ops.yaml:1188 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_990,
+        .call = call_t_1122,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13976,10 +15822,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1002 sample 0",
+        .where = "ops.yaml:1199 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_992,
+        .call = call_transpose_1124,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13987,10 +15833,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1002 sample 1",
+        .where = "ops.yaml:1199 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_993,
+        .call = call_transpose_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -13998,10 +15844,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1016 sample 0",
+        .where = "ops.yaml:1213 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_996,
+        .call = call_permute_1128,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14009,10 +15855,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1025 sample 0",
+        .where = "ops.yaml:1222 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_999,
+        .call = call_view_1131,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14020,10 +15866,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1025 sample 1",
+        .where = "ops.yaml:1222 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1000,
+        .call = call_view_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14031,10 +15877,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1035 sample 0",
+        .where = "ops.yaml:1232 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1001,
+        .call = call_reshape_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14042,11 +15888,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1035 sample 1",
+        .where = "ops.yaml:1232 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1002,
+        .call = call_reshape_1134,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14054,10 +15900,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1045 sample 0",
+        .where = "ops.yaml:1242 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1003,
+        .call = call_expand_1135,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14065,10 +15911,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1045 sample 1",
+        .where = "ops.yaml:1242 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1004,
+        .call = call_expand_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14076,10 +15922,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1055 sample 0",
+        .where = "ops.yaml:1252 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1005,
+        .call = call_squeeze_1137,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14087,10 +15933,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1065 sample 0",
+        .where = "ops.yaml:1262 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1006,
+        .call = call_squeeze_dim_1138,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14098,10 +15944,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1065 sample 1",
+        .where = "ops.yaml:1262 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1007,
+        .call = call_squeeze_dim_1139,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14109,10 +15955,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1076 sample 0",
+        .where = "ops.yaml:1273 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1009,
+        .call = call_unsqueeze_1141,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14120,10 +15966,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1076 sample 1",
+        .where = "ops.yaml:1273 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1010,
+        .call = call_unsqueeze_1142,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14131,10 +15977,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1090 sample 0",
+        .where = "ops.yaml:1287 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1012,
+        .call = call_slice_1144,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14142,10 +15988,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1090 sample 1",
+        .where = "ops.yaml:1287 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1013,
+        .call = call_slice_1145,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14153,10 +15999,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1101 sample 0",
+        .where = "ops.yaml:1298 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1016,
+        .call = call_select_1148,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14164,10 +16010,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1101 sample 1",
+        .where = "ops.yaml:1298 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1017,
+        .call = call_select_1149,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14175,11 +16021,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1111 sample 0",
+        .where = "ops.yaml:1308 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1019,
+        .call = call_contiguous_1151,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14187,9 +16033,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1131 sample 0",
+        .where = "ops.yaml:1328 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1020,
+        .call = call_zeros_1152,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14197,9 +16043,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1139 sample 0",
+        .where = "ops.yaml:1336 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1021,
+        .call = call_ones_1153,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14207,9 +16053,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1147 sample 0",
+        .where = "ops.yaml:1344 sample 0",
         .n_inputs = 0,
-        .call = call_full_1022,
+        .call = call_full_1154,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14217,9 +16063,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1162 sample 0",
+        .where = "ops.yaml:1359 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1023,
+        .call = call_arange_1155,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14227,9 +16073,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1170 sample 0",
+        .where = "ops.yaml:1367 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1024,
+        .call = call_rand_1156,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14237,9 +16083,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1181 sample 0",
+        .where = "ops.yaml:1378 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1026,
+        .call = call_randn_1158,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14247,10 +16093,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1200 sample 0",
+        .where = "ops.yaml:1397 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1028,
+        .call = call_sum_to_1160,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14258,10 +16104,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1200 sample 1",
+        .where = "ops.yaml:1397 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1029,
+        .call = call_sum_to_1161,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14349,1105 +16195,1348 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "neg: ",
     },
     {
-        .op = "pow.Tensor_Scalar",
-        .what = "ops.yaml:93: dtype of self",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_pow_141,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "pow: ",
-    },
-    {
         .op = "pow.Tensor_Tensor",
-        .what = "ops.yaml:102: dtype of self",
+        .what = "ops.yaml:108: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_tensor_tensor_155,
+        .call = error_pow_tensor_tensor_157,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "pow: ",
     },
     {
         .op = "pow.Tensor_Tensor",
-        .what = "ops.yaml:102: broadcast",
+        .what = "ops.yaml:108: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_tensor_tensor_156,
+        .call = error_pow_tensor_tensor_158,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "pow: ",
     },
     {
-        .op = "pow.Scalar",
-        .what = "ops.yaml:112: dtype of exponent",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_pow_scalar_165,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "pow: ",
-    },
-    {
         .op = "maximum",
-        .what = "ops.yaml:125: broadcast",
+        .what = "ops.yaml:132: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_maximum_176,
+        .call = error_maximum_179,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "maximum: ",
     },
     {
         .op = "minimum",
-        .what = "ops.yaml:134: broadcast",
+        .what = "ops.yaml:141: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_minimum_187,
+        .call = error_minimum_190,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "minimum: ",
     },
     {
         .op = "clamp_min",
-        .what = "ops.yaml:143: dtype of self",
+        .what = "ops.yaml:150: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_clamp_min_200,
+        .call = error_clamp_min_203,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_min: ",
     },
     {
         .op = "clamp_max",
-        .what = "ops.yaml:151: dtype of self",
+        .what = "ops.yaml:158: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_clamp_max_213,
+        .call = error_clamp_max_216,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_max: ",
     },
     {
         .op = "clamp_min.Tensor",
-        .what = "ops.yaml:159: dtype of self",
+        .what = "ops.yaml:166: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_min_tensor_227,
+        .call = error_clamp_min_tensor_230,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_min: ",
     },
     {
         .op = "clamp_min.Tensor",
-        .what = "ops.yaml:159: broadcast",
+        .what = "ops.yaml:166: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_min_tensor_228,
+        .call = error_clamp_min_tensor_231,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_min: ",
     },
     {
         .op = "clamp_max.Tensor",
-        .what = "ops.yaml:168: dtype of self",
+        .what = "ops.yaml:175: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_max_tensor_242,
+        .call = error_clamp_max_tensor_245,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_max: ",
     },
     {
         .op = "clamp_max.Tensor",
-        .what = "ops.yaml:168: broadcast",
+        .what = "ops.yaml:175: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_max_tensor_243,
+        .call = error_clamp_max_tensor_246,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_max: ",
     },
     {
         .op = "remainder.Tensor",
-        .what = "ops.yaml:177: dtype of self",
+        .what = "ops.yaml:184: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_remainder_257,
+        .call = error_remainder_260,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "remainder: ",
     },
     {
         .op = "remainder.Tensor",
-        .what = "ops.yaml:177: broadcast",
+        .what = "ops.yaml:184: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_remainder_258,
+        .call = error_remainder_261,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "remainder: ",
     },
     {
         .op = "remainder.Scalar",
-        .what = "ops.yaml:187: dtype of self",
+        .what = "ops.yaml:194: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_remainder_scalar_271,
+        .call = error_remainder_scalar_274,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "remainder: ",
     },
     {
         .op = "floor_divide",
-        .what = "ops.yaml:195: dtype of self",
+        .what = "ops.yaml:202: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_floor_divide_285,
+        .call = error_floor_divide_288,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "floor_divide: ",
     },
     {
         .op = "floor_divide",
-        .what = "ops.yaml:195: broadcast",
+        .what = "ops.yaml:202: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_floor_divide_286,
+        .call = error_floor_divide_289,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "floor_divide: ",
     },
     {
         .op = "lerp.Scalar",
-        .what = "ops.yaml:205: dtype of self",
+        .what = "ops.yaml:212: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_300,
+        .call = error_lerp_303,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "lerp: ",
     },
     {
         .op = "lerp.Scalar",
-        .what = "ops.yaml:205: broadcast",
+        .what = "ops.yaml:212: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_301,
+        .call = error_lerp_304,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lerp: ",
     },
     {
         .op = "lerp.Tensor",
-        .what = "ops.yaml:214: dtype of self",
+        .what = "ops.yaml:221: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_tensor_313,
+        .call = error_lerp_tensor_316,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "lerp: ",
     },
     {
         .op = "lerp.Tensor",
-        .what = "ops.yaml:214: broadcast",
+        .what = "ops.yaml:221: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_tensor_314,
+        .call = error_lerp_tensor_317,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lerp: ",
     },
     {
         .op = "addcmul",
-        .what = "ops.yaml:228: dtype of self",
+        .what = "ops.yaml:235: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addcmul_326,
+        .call = error_addcmul_329,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addcmul: ",
     },
     {
         .op = "addcmul",
-        .what = "ops.yaml:228: broadcast",
+        .what = "ops.yaml:235: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addcmul_327,
+        .call = error_addcmul_330,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "addcmul: ",
     },
     {
         .op = "addcdiv",
-        .what = "ops.yaml:242: dtype of self",
+        .what = "ops.yaml:249: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addcdiv_339,
+        .call = error_addcdiv_342,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addcdiv: ",
     },
     {
         .op = "addcdiv",
-        .what = "ops.yaml:242: broadcast",
+        .what = "ops.yaml:249: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addcdiv_340,
+        .call = error_addcdiv_343,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "addcdiv: ",
     },
     {
         .op = "pow_scalar_backward",
-        .what = "ops.yaml:257: dtype of grad_output",
+        .what = "ops.yaml:264: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_scalar_backward_346,
+        .call = error_pow_scalar_backward_349,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "pow_scalar_backward: ",
     },
     {
         .op = "pow_scalar_backward",
-        .what = "ops.yaml:257: broadcast",
+        .what = "ops.yaml:264: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_scalar_backward_347,
+        .call = error_pow_scalar_backward_350,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "pow_scalar_backward: ",
     },
     {
-        .op = "relu",
-        .what = "ops.yaml:295: dtype of self",
+        .op = "div.Tensor_mode",
+        .what = "ops.yaml:274: rounding_mode not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_div_tensor_mode_370,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "div: ",
+    },
+    {
+        .op = "div.Tensor_mode",
+        .what = "ops.yaml:274: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_div_tensor_mode_371,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "div: ",
+    },
+    {
+        .op = "div.Tensor_mode",
+        .what = "ops.yaml:274: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_div_tensor_mode_372,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "div: ",
+    },
+    {
+        .op = "div.Scalar_mode",
+        .what = "ops.yaml:294: rounding_mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_div_scalar_mode_388,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "div: ",
+    },
+    {
+        .op = "div.Scalar_mode",
+        .what = "ops.yaml:294: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_relu_396,
+        .call = error_div_scalar_mode_389,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "div: ",
+    },
+    {
+        .op = "clamp",
+        .what = "ops.yaml:316: min is not None or max is not None",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_405,
+        .expect = 0,
+        .expect_prefix = "clamp: ",
+    },
+    {
+        .op = "clamp",
+        .what = "ops.yaml:310: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_clamp_406,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp: ",
+    },
+    {
+        .op = "clamp.Tensor",
+        .what = "ops.yaml:334: min is not None or max is not None",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_tensor_419,
+        .expect = 0,
+        .expect_prefix = "clamp: ",
+    },
+    {
+        .op = "clamp.Tensor",
+        .what = "ops.yaml:327: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_420,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp: ",
+    },
+    {
+        .op = "clamp.Tensor",
+        .what = "ops.yaml:327: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_421,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp: ",
+    },
+    {
+        .op = "clamp_backward",
+        .what = "ops.yaml:344: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_backward_425,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_backward: ",
+    },
+    {
+        .op = "clamp_backward",
+        .what = "ops.yaml:344: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_backward_426,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_backward: ",
+    },
+    {
+        .op = "clamp_tensor_backward",
+        .what = "ops.yaml:358: dtype of grad_output",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_backward_430,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_tensor_backward: ",
+    },
+    {
+        .op = "clamp_tensor_backward",
+        .what = "ops.yaml:358: broadcast",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_backward_431,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_tensor_backward: ",
+    },
+    {
+        .op = "clamp_tensor_backward_min",
+        .what = "ops.yaml:372: dtype of grad_output",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[3] =
+            {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_backward_min_434,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_tensor_backward_min: ",
+    },
+    {
+        .op = "clamp_tensor_backward_min",
+        .what = "ops.yaml:372: broadcast",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[3] =
+            {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_clamp_tensor_backward_min_435,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_tensor_backward_min: ",
+    },
+    {
+        .op = "clamp_tensor_backward_max",
+        .what = "ops.yaml:385: dtype of grad_output",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] = {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_tensor_backward_max_438,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_tensor_backward_max: ",
+    },
+    {
+        .op = "clamp_tensor_backward_max",
+        .what = "ops.yaml:385: broadcast",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] = {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_tensor_backward_max_439,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_tensor_backward_max: ",
+    },
+    {
+        .op = "div_rounding_backward",
+        .what = "ops.yaml:398: rounding_mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_div_rounding_backward_442,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "div_rounding_backward: ",
+    },
+    {
+        .op = "div_rounding_backward",
+        .what = "ops.yaml:398: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_div_rounding_backward_443,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "div_rounding_backward: ",
+    },
+    {
+        .op = "relu",
+        .what = "ops.yaml:439: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_relu_492,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "relu: ",
     },
     {
         .op = "softplus",
-        .what = "ops.yaml:319: dtype of self",
+        .what = "ops.yaml:463: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softplus_433,
+        .call = error_softplus_529,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softplus: ",
     },
     {
         .op = "abs",
-        .what = "ops.yaml:341: dtype of self",
+        .what = "ops.yaml:485: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_abs_454,
+        .call = error_abs_550,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "abs: ",
     },
     {
-        .op = "square",
-        .what = "ops.yaml:356: dtype of self",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_square_479,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "square: ",
-    },
-    {
         .op = "floor",
-        .what = "ops.yaml:431: dtype of self",
+        .what = "ops.yaml:577: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_floor_588,
+        .call = error_floor_683,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "floor: ",
     },
     {
         .op = "ceil",
-        .what = "ops.yaml:438: dtype of self",
+        .what = "ops.yaml:584: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_ceil_601,
+        .call = error_ceil_696,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "ceil: ",
     },
     {
         .op = "round",
-        .what = "ops.yaml:445: dtype of self",
+        .what = "ops.yaml:591: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_round_614,
+        .call = error_round_709,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "round: ",
     },
     {
         .op = "trunc",
-        .what = "ops.yaml:452: dtype of self",
+        .what = "ops.yaml:598: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_trunc_627,
+        .call = error_trunc_722,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "trunc: ",
     },
     {
         .op = "leaky_relu",
-        .what = "ops.yaml:459: dtype of self",
+        .what = "ops.yaml:605: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_leaky_relu_640,
+        .call = error_leaky_relu_735,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu: ",
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:467: dtype of grad_output",
+        .what = "ops.yaml:613: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_646,
+        .call = error_leaky_relu_backward_741,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:467: broadcast",
+        .what = "ops.yaml:613: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_647,
+        .call = error_leaky_relu_backward_742,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
     {
         .op = "elu",
-        .what = "ops.yaml:478: dtype of self",
+        .what = "ops.yaml:624: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_elu_660,
+        .call = error_elu_755,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu: ",
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:486: dtype of grad_output",
+        .what = "ops.yaml:632: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_666,
+        .call = error_elu_backward_761,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu_backward: ",
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:486: broadcast",
+        .what = "ops.yaml:632: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_667,
+        .call = error_elu_backward_762,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "elu_backward: ",
     },
     {
         .op = "silu",
-        .what = "ops.yaml:497: dtype of self",
+        .what = "ops.yaml:643: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_silu_680,
+        .call = error_silu_775,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "silu: ",
     },
     {
+        .op = "gelu",
+        .what = "ops.yaml:668: approximate not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_gelu_799,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gelu: ",
+    },
+    {
+        .op = "gelu",
+        .what = "ops.yaml:668: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_gelu_800,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gelu: ",
+    },
+    {
+        .op = "gelu_backward",
+        .what = "ops.yaml:682: approximate not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_gelu_backward_806,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gelu_backward: ",
+    },
+    {
+        .op = "gelu_backward",
+        .what = "ops.yaml:682: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_gelu_backward_807,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gelu_backward: ",
+    },
+    {
+        .op = "gelu_backward",
+        .what = "ops.yaml:682: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_gelu_backward_808,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "gelu_backward: ",
+    },
+    {
         .op = "eq.Tensor",
-        .what = "ops.yaml:524: broadcast",
+        .what = "ops.yaml:721: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_eq_699,
+        .call = error_eq_831,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:543: broadcast",
+        .what = "ops.yaml:740: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lt_718,
+        .call = error_lt_850,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:562: broadcast",
+        .what = "ops.yaml:759: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gt_737,
+        .call = error_gt_869,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:581: dtype of condition",
+        .what = "ops.yaml:778: dtype of condition",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_where_752,
+        .call = error_where_884,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:581: broadcast",
+        .what = "ops.yaml:778: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_where_753,
+        .call = error_where_885,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "ne.Tensor",
-        .what = "ops.yaml:594: broadcast",
+        .what = "ops.yaml:791: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ne_764,
+        .call = error_ne_896,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ne: ",
     },
     {
         .op = "le.Tensor",
-        .what = "ops.yaml:613: broadcast",
+        .what = "ops.yaml:810: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_le_783,
+        .call = error_le_915,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "le: ",
     },
     {
         .op = "ge.Tensor",
-        .what = "ops.yaml:632: broadcast",
+        .what = "ops.yaml:829: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ge_802,
+        .call = error_ge_934,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ge: ",
     },
     {
         .op = "logical_and",
-        .what = "ops.yaml:651: broadcast",
+        .what = "ops.yaml:848: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_and_821,
+        .call = error_logical_and_953,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_and: ",
     },
     {
         .op = "logical_or",
-        .what = "ops.yaml:661: broadcast",
+        .what = "ops.yaml:858: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_or_832,
+        .call = error_logical_or_964,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_or: ",
     },
     {
         .op = "logical_xor",
-        .what = "ops.yaml:671: broadcast",
+        .what = "ops.yaml:868: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_xor_843,
+        .call = error_logical_xor_975,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_xor: ",
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:690: dtype of mask",
+        .what = "ops.yaml:887: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_fill_860,
+        .call = error_masked_fill_992,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:690: broadcast",
+        .what = "ops.yaml:887: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_fill_861,
+        .call = error_masked_fill_993,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:710: value.dim == 0",
+        .what = "ops.yaml:907: value.dim == 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_868,
+        .call = error_masked_fill_tensor_1000,
         .expect = 0,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:703: dtype of mask",
+        .what = "ops.yaml:900: dtype of mask",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_869,
+        .call = error_masked_fill_tensor_1001,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:703: broadcast",
+        .what = "ops.yaml:900: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_870,
+        .call = error_masked_fill_tensor_1002,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "sum.dim",
-        .what = "ops.yaml:735: dim out of range",
+        .what = "ops.yaml:932: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_883,
+        .call = error_sum_dim_1015,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:750: dtype of self",
+        .what = "ops.yaml:947: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_887,
+        .call = error_mean_1019,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:763: dtype of self",
+        .what = "ops.yaml:960: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_dim_892,
+        .call = error_mean_dim_1024,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:763: dim out of range",
+        .what = "ops.yaml:960: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_893,
+        .call = error_mean_dim_1025,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:776: dim out of range",
+        .what = "ops.yaml:973: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_900,
+        .call = error_amax_1032,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:797: self.dim == 2",
+        .what = "ops.yaml:994: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_909,
+        .call = error_mm_1041,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:799: mat2.dim == 2",
+        .what = "ops.yaml:996: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_910,
+        .call = error_mm_1042,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:801: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:998: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_911,
+        .call = error_mm_1043,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:791: dtype of self",
+        .what = "ops.yaml:988: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_912,
+        .call = error_mm_1044,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:818: self.dim >= 1",
+        .what = "ops.yaml:1015: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_924,
+        .call = error_matmul_1056,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:820: other.dim >= 1",
+        .what = "ops.yaml:1017: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_925,
+        .call = error_matmul_1057,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:812: dtype of self",
+        .what = "ops.yaml:1009: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_926,
+        .call = error_matmul_1058,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:843: self.dim == 3",
+        .what = "ops.yaml:1040: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_935,
+        .call = error_bmm_1067,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:845: mat2.dim == 3",
+        .what = "ops.yaml:1042: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_936,
+        .call = error_bmm_1068,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:847: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1044: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_937,
+        .call = error_bmm_1069,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:849: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1046: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_938,
+        .call = error_bmm_1070,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:837: dtype of self",
+        .what = "ops.yaml:1034: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_939,
+        .call = error_bmm_1071,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:866: mat1.dim == 2",
+        .what = "ops.yaml:1063: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_950,
+        .call = error_addmm_1082,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:868: mat2.dim == 2",
+        .what = "ops.yaml:1065: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_951,
+        .call = error_addmm_1083,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:870: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1067: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_952,
+        .call = error_addmm_1084,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:872: self.dim <= 2",
+        .what = "ops.yaml:1069: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_953,
+        .call = error_addmm_1085,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:874: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what =
+            "ops.yaml:1071: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_954,
+        .call = error_addmm_1086,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:876: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what =
+            "ops.yaml:1073: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_955,
+        .call = error_addmm_1087,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:860: dtype of self",
+        .what = "ops.yaml:1057: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_956,
+        .call = error_addmm_1088,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:894: batch1.dim == 3",
+        .what = "ops.yaml:1091: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_967,
+        .call = error_baddbmm_1099,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:896: batch2.dim == 3",
+        .what = "ops.yaml:1093: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_968,
+        .call = error_baddbmm_1100,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:898: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1095: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_969,
+        .call = error_baddbmm_1101,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:900: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1097: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_970,
+        .call = error_baddbmm_1102,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:902: self.dim <= 3",
+        .what = "ops.yaml:1099: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_971,
+        .call = error_baddbmm_1103,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:904: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1101: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_972,
+        .call = error_baddbmm_1104,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:906: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1103: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_973,
+        .call = error_baddbmm_1105,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:908: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what =
+            "ops.yaml:1105: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_974,
+        .call = error_baddbmm_1106,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:888: dtype of self",
+        .what = "ops.yaml:1085: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_975,
+        .call = error_baddbmm_1107,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:926: self.dim == 1",
+        .what = "ops.yaml:1123: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_979,
+        .call = error_dot_1111,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:928: tensor.dim == 1",
+        .what = "ops.yaml:1125: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_980,
+        .call = error_dot_1112,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:930: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1127: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_981,
+        .call = error_dot_1113,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:920: dtype of self",
+        .what = "ops.yaml:1117: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_982,
+        .call = error_dot_1114,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:945: self.dim == 1",
+        .what = "ops.yaml:1142: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_986,
+        .call = error_outer_1118,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:947: vec2.dim == 1",
+        .what = "ops.yaml:1144: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_987,
+        .call = error_outer_1119,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:939: dtype of self",
+        .what = "ops.yaml:1136: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_988,
+        .call = error_outer_1120,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:987: self.dim <= 2",
+        .what = "ops.yaml:1184: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_991,
+        .call = error_t_1123,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:995: dim0 out of range",
+        .what = "ops.yaml:1192: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_994,
+        .call = error_transpose_1126,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:995: dim1 out of range",
+        .what = "ops.yaml:1192: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_995,
+        .call = error_transpose_1127,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1012: len(dims) == self.dim",
+        .what = "ops.yaml:1209: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_997,
+        .call = error_permute_1129,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1006: dims out of range",
+        .what = "ops.yaml:1203: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_998,
+        .call = error_permute_1130,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1058: dim out of range",
+        .what = "ops.yaml:1255: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1008,
+        .call = error_squeeze_dim_1140,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1069: dim out of range",
+        .what = "ops.yaml:1266: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1011,
+        .call = error_unsqueeze_1143,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1086: step > 0",
+        .what = "ops.yaml:1283: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1014,
+        .call = error_slice_1146,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1080: dim out of range",
+        .what = "ops.yaml:1277: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1015,
+        .call = error_slice_1147,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1094: dim out of range",
+        .what = "ops.yaml:1291: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1018,
+        .call = error_select_1150,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1175: is_floating(result_dtype)",
+        .what = "ops.yaml:1372: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1025,
+        .call = error_rand_1157,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1186: is_floating(result_dtype)",
+        .what = "ops.yaml:1383: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1027,
+        .call = error_randn_1159,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1194: dtype of self",
+        .what = "ops.yaml:1391: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1030,
+        .call = error_sum_to_1162,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -268,1928 +268,2238 @@ def case_43(self):
 
 
 def case_44(self):
-    """pow.Tensor_Scalar (ops.yaml:93 sample 0)"""
-    exponent = 1.5
+    """pow.Tensor_Scalar (ops.yaml:101 sample 0)"""
+    exponent = 2
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_45(self):
-    """pow.Tensor_Scalar (ops.yaml:93 sample 1)"""
-    exponent = 1.5
+    """pow.Tensor_Scalar (ops.yaml:101 sample 1)"""
+    exponent = 3
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_46(self):
-    """pow.Tensor_Scalar (ops.yaml:93 sample 2)"""
+    """pow.Tensor_Scalar (ops.yaml:101 sample 2)"""
     exponent = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_47(self):
-    """pow.Tensor_Scalar (ops.yaml:93 sample 3)"""
-    exponent = 1.5
+    """pow.Tensor_Scalar (ops.yaml:101 sample 3)"""
+    exponent = -0.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_48(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:102 sample 0)"""
+def case_48(self):
+    """pow.Tensor_Scalar (ops.yaml:101 sample 4)"""
+    exponent = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_49(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:102 sample 1)"""
+    """pow.Tensor_Tensor (ops.yaml:108 sample 0)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_50(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:102 sample 2)"""
+    """pow.Tensor_Tensor (ops.yaml:108 sample 1)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_51(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:102 sample 3)"""
+    """pow.Tensor_Tensor (ops.yaml:108 sample 2)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_52(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:102 sample 4)"""
+    """pow.Tensor_Tensor (ops.yaml:108 sample 3)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_53(exponent):
-    """pow.Scalar (ops.yaml:119 sample 0)"""
-    self = 1.5
+def case_53(self, exponent):
+    """pow.Tensor_Tensor (ops.yaml:108 sample 4)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_54(exponent):
-    """pow.Scalar (ops.yaml:119 sample 1)"""
-    self = 2.5
+    """pow.Scalar (ops.yaml:125 sample 0)"""
+    self = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_55(exponent):
-    """pow.Scalar (ops.yaml:119 sample 2)"""
-    self = 0.5
+    """pow.Scalar (ops.yaml:125 sample 1)"""
+    self = 2
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_56(exponent):
-    """pow.Scalar (ops.yaml:119 sample 3)"""
+    """pow.Scalar (ops.yaml:125 sample 2)"""
+    self = 2.5
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_57(exponent):
+    """pow.Scalar (ops.yaml:125 sample 3)"""
+    self = 0.5
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_58(exponent):
+    """pow.Scalar (ops.yaml:125 sample 4)"""
     self = 3.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_57(self, other):
-    """maximum (ops.yaml:125 sample 0)"""
-    return torch.ops.aten.maximum(self, other)
-
-
-def case_58(self, other):
-    """maximum (ops.yaml:125 sample 1)"""
-    return torch.ops.aten.maximum(self, other)
-
-
 def case_59(self, other):
-    """maximum (ops.yaml:125 sample 2)"""
+    """maximum (ops.yaml:132 sample 0)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_60(self, other):
-    """maximum (ops.yaml:125 sample 3)"""
+    """maximum (ops.yaml:132 sample 1)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_61(self, other):
-    """maximum (ops.yaml:125 sample 4)"""
+    """maximum (ops.yaml:132 sample 2)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_62(self, other):
-    """minimum (ops.yaml:134 sample 0)"""
-    return torch.ops.aten.minimum(self, other)
+    """maximum (ops.yaml:132 sample 3)"""
+    return torch.ops.aten.maximum(self, other)
 
 
 def case_63(self, other):
-    """minimum (ops.yaml:134 sample 1)"""
-    return torch.ops.aten.minimum(self, other)
+    """maximum (ops.yaml:132 sample 4)"""
+    return torch.ops.aten.maximum(self, other)
 
 
 def case_64(self, other):
-    """minimum (ops.yaml:134 sample 2)"""
+    """minimum (ops.yaml:141 sample 0)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_65(self, other):
-    """minimum (ops.yaml:134 sample 3)"""
+    """minimum (ops.yaml:141 sample 1)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_66(self, other):
-    """minimum (ops.yaml:134 sample 4)"""
+    """minimum (ops.yaml:141 sample 2)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_67(self):
-    """clamp_min (ops.yaml:143 sample 0)"""
-    min = 1.5
-    return torch.ops.aten.clamp_min(self, min)
+def case_67(self, other):
+    """minimum (ops.yaml:141 sample 3)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_68(self):
-    """clamp_min (ops.yaml:143 sample 1)"""
-    min = 1.5
-    return torch.ops.aten.clamp_min(self, min)
+def case_68(self, other):
+    """minimum (ops.yaml:141 sample 4)"""
+    return torch.ops.aten.minimum(self, other)
 
 
 def case_69(self):
-    """clamp_min (ops.yaml:143 sample 2)"""
+    """clamp_min (ops.yaml:150 sample 0)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_70(self):
-    """clamp_min (ops.yaml:143 sample 3)"""
+    """clamp_min (ops.yaml:150 sample 1)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_71(self):
-    """clamp_max (ops.yaml:151 sample 0)"""
-    max = 1.5
-    return torch.ops.aten.clamp_max(self, max)
+    """clamp_min (ops.yaml:150 sample 2)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_72(self):
-    """clamp_max (ops.yaml:151 sample 1)"""
-    max = 1.5
-    return torch.ops.aten.clamp_max(self, max)
+    """clamp_min (ops.yaml:150 sample 3)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_73(self):
-    """clamp_max (ops.yaml:151 sample 2)"""
+    """clamp_max (ops.yaml:158 sample 0)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_74(self):
-    """clamp_max (ops.yaml:151 sample 3)"""
+    """clamp_max (ops.yaml:158 sample 1)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_75(self, min):
-    """clamp_min.Tensor (ops.yaml:159 sample 0)"""
-    return torch.ops.aten.clamp_min(self, min)
+def case_75(self):
+    """clamp_max (ops.yaml:158 sample 2)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_76(self, min):
-    """clamp_min.Tensor (ops.yaml:159 sample 1)"""
-    return torch.ops.aten.clamp_min(self, min)
+def case_76(self):
+    """clamp_max (ops.yaml:158 sample 3)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_77(self, min):
-    """clamp_min.Tensor (ops.yaml:159 sample 2)"""
+    """clamp_min.Tensor (ops.yaml:166 sample 0)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_78(self, min):
-    """clamp_min.Tensor (ops.yaml:159 sample 3)"""
+    """clamp_min.Tensor (ops.yaml:166 sample 1)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_79(self, min):
-    """clamp_min.Tensor (ops.yaml:159 sample 4)"""
+    """clamp_min.Tensor (ops.yaml:166 sample 2)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_80(self, max):
-    """clamp_max.Tensor (ops.yaml:168 sample 0)"""
-    return torch.ops.aten.clamp_max(self, max)
+def case_80(self, min):
+    """clamp_min.Tensor (ops.yaml:166 sample 3)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_81(self, max):
-    """clamp_max.Tensor (ops.yaml:168 sample 1)"""
-    return torch.ops.aten.clamp_max(self, max)
+def case_81(self, min):
+    """clamp_min.Tensor (ops.yaml:166 sample 4)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_82(self, max):
-    """clamp_max.Tensor (ops.yaml:168 sample 2)"""
+    """clamp_max.Tensor (ops.yaml:175 sample 0)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_83(self, max):
-    """clamp_max.Tensor (ops.yaml:168 sample 3)"""
+    """clamp_max.Tensor (ops.yaml:175 sample 1)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_84(self, max):
-    """clamp_max.Tensor (ops.yaml:168 sample 4)"""
+    """clamp_max.Tensor (ops.yaml:175 sample 2)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_85(self, other):
-    """remainder.Tensor (ops.yaml:177 sample 0)"""
-    return torch.ops.aten.remainder(self, other)
+def case_85(self, max):
+    """clamp_max.Tensor (ops.yaml:175 sample 3)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_86(self, other):
-    """remainder.Tensor (ops.yaml:177 sample 1)"""
-    return torch.ops.aten.remainder(self, other)
+def case_86(self, max):
+    """clamp_max.Tensor (ops.yaml:175 sample 4)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_87(self, other):
-    """remainder.Tensor (ops.yaml:177 sample 2)"""
+    """remainder.Tensor (ops.yaml:184 sample 0)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_88(self, other):
-    """remainder.Tensor (ops.yaml:177 sample 3)"""
+    """remainder.Tensor (ops.yaml:184 sample 1)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_89(self, other):
-    """remainder.Tensor (ops.yaml:177 sample 4)"""
+    """remainder.Tensor (ops.yaml:184 sample 2)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_90(self):
-    """remainder.Scalar (ops.yaml:187 sample 0)"""
-    other = 1.5
+def case_90(self, other):
+    """remainder.Tensor (ops.yaml:184 sample 3)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_91(self):
-    """remainder.Scalar (ops.yaml:187 sample 1)"""
-    other = 1.5
+def case_91(self, other):
+    """remainder.Tensor (ops.yaml:184 sample 4)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_92(self):
-    """remainder.Scalar (ops.yaml:187 sample 2)"""
+    """remainder.Scalar (ops.yaml:194 sample 0)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_93(self):
-    """remainder.Scalar (ops.yaml:187 sample 3)"""
+    """remainder.Scalar (ops.yaml:194 sample 1)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_94(self, other):
-    """floor_divide (ops.yaml:195 sample 0)"""
-    return torch.ops.aten.floor_divide(self, other)
+def case_94(self):
+    """remainder.Scalar (ops.yaml:194 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
 
 
-def case_95(self, other):
-    """floor_divide (ops.yaml:195 sample 1)"""
-    return torch.ops.aten.floor_divide(self, other)
+def case_95(self):
+    """remainder.Scalar (ops.yaml:194 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_96(self, other):
-    """floor_divide (ops.yaml:195 sample 2)"""
+    """floor_divide (ops.yaml:202 sample 0)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_97(self, other):
-    """floor_divide (ops.yaml:195 sample 3)"""
+    """floor_divide (ops.yaml:202 sample 1)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_98(self, other):
-    """floor_divide (ops.yaml:195 sample 4)"""
+    """floor_divide (ops.yaml:202 sample 2)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_99(self, end):
-    """lerp.Scalar (ops.yaml:205 sample 0)"""
-    weight = 1.5
-    return torch.ops.aten.lerp(self, end, weight)
+def case_99(self, other):
+    """floor_divide (ops.yaml:202 sample 3)"""
+    return torch.ops.aten.floor_divide(self, other)
 
 
-def case_100(self, end):
-    """lerp.Scalar (ops.yaml:205 sample 1)"""
-    weight = 1.5
-    return torch.ops.aten.lerp(self, end, weight)
+def case_100(self, other):
+    """floor_divide (ops.yaml:202 sample 4)"""
+    return torch.ops.aten.floor_divide(self, other)
 
 
 def case_101(self, end):
-    """lerp.Scalar (ops.yaml:205 sample 2)"""
+    """lerp.Scalar (ops.yaml:212 sample 0)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_102(self, end):
-    """lerp.Scalar (ops.yaml:205 sample 3)"""
+    """lerp.Scalar (ops.yaml:212 sample 1)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_103(self, end):
-    """lerp.Scalar (ops.yaml:205 sample 4)"""
+    """lerp.Scalar (ops.yaml:212 sample 2)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_104(self, end, weight):
-    """lerp.Tensor (ops.yaml:222 sample 0)"""
+def case_104(self, end):
+    """lerp.Scalar (ops.yaml:212 sample 3)"""
+    weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_105(self, end, weight):
-    """lerp.Tensor (ops.yaml:222 sample 1)"""
+def case_105(self, end):
+    """lerp.Scalar (ops.yaml:212 sample 4)"""
+    weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_106(self, end, weight):
-    """lerp.Tensor (ops.yaml:222 sample 2)"""
+    """lerp.Tensor (ops.yaml:229 sample 0)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_107(self, end, weight):
-    """lerp.Tensor (ops.yaml:222 sample 3)"""
+    """lerp.Tensor (ops.yaml:229 sample 1)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_108(self, tensor1, tensor2):
-    """addcmul (ops.yaml:236 sample 0)"""
-    value = 1
-    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+def case_108(self, end, weight):
+    """lerp.Tensor (ops.yaml:229 sample 2)"""
+    return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_109(self, tensor1, tensor2):
-    """addcmul (ops.yaml:236 sample 1)"""
-    value = 1
-    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+def case_109(self, end, weight):
+    """lerp.Tensor (ops.yaml:229 sample 3)"""
+    return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_110(self, tensor1, tensor2):
-    """addcmul (ops.yaml:236 sample 2)"""
-    value = 0.5
+    """addcmul (ops.yaml:243 sample 0)"""
+    value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_111(self, tensor1, tensor2):
-    """addcmul (ops.yaml:236 sample 3)"""
+    """addcmul (ops.yaml:243 sample 1)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_112(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:251 sample 0)"""
-    value = 1
-    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+    """addcmul (ops.yaml:243 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_113(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:251 sample 1)"""
+    """addcmul (ops.yaml:243 sample 3)"""
     value = 1
-    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_114(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:251 sample 2)"""
-    value = 0.5
+    """addcdiv (ops.yaml:258 sample 0)"""
+    value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_115(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:251 sample 3)"""
+    """addcdiv (ops.yaml:258 sample 1)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_116(grad_output, output):
-    """pow_scalar_backward (ops.yaml:257 sample 0)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
+def case_116(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:258 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_117(grad_output, output):
-    """pow_scalar_backward (ops.yaml:257 sample 1)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
+def case_117(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:258 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_118(grad_output, output):
-    """pow_scalar_backward (ops.yaml:257 sample 2)"""
+    """pow_scalar_backward (ops.yaml:264 sample 0)"""
     self = 1.5
     return grad_output * output * math.log(self)
 
 
 def case_119(grad_output, output):
-    """pow_scalar_backward (ops.yaml:257 sample 3)"""
+    """pow_scalar_backward (ops.yaml:264 sample 1)"""
     self = 1.5
     return grad_output * output * math.log(self)
 
 
 def case_120(grad_output, output):
-    """pow_scalar_backward (ops.yaml:257 sample 4)"""
+    """pow_scalar_backward (ops.yaml:264 sample 2)"""
     self = 1.5
     return grad_output * output * math.log(self)
 
 
-def case_121(self):
-    """exp (ops.yaml:269 sample 0)"""
-    return torch.ops.aten.exp(self)
+def case_121(grad_output, output):
+    """pow_scalar_backward (ops.yaml:264 sample 3)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
 
 
-def case_122(self):
-    """exp (ops.yaml:269 sample 1)"""
-    return torch.ops.aten.exp(self)
+def case_122(grad_output, output):
+    """pow_scalar_backward (ops.yaml:264 sample 4)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
 
 
-def case_123(self):
-    """exp (ops.yaml:269 sample 2)"""
-    return torch.ops.aten.exp(self)
+def case_123(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 0)"""
+    rounding_mode = 'trunc'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_124(self):
-    """exp (ops.yaml:269 sample 3)"""
-    return torch.ops.aten.exp(self)
+def case_124(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 1)"""
+    rounding_mode = 'floor'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_125(self):
-    """log (ops.yaml:277 sample 0)"""
-    return torch.ops.aten.log(self)
+def case_125(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 2)"""
+    rounding_mode = 'floor'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_126(self):
-    """log (ops.yaml:277 sample 1)"""
-    return torch.ops.aten.log(self)
+def case_126(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 3)"""
+    rounding_mode = 'trunc'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_127(self):
-    """log (ops.yaml:277 sample 2)"""
-    return torch.ops.aten.log(self)
+def case_127(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 4)"""
+    rounding_mode = 'trunc'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_128(self):
-    """log (ops.yaml:277 sample 3)"""
-    return torch.ops.aten.log(self)
+def case_128(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 5)"""
+    rounding_mode = 'floor'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_129(self):
-    """sqrt (ops.yaml:286 sample 0)"""
-    return torch.ops.aten.sqrt(self)
+def case_129(self, other):
+    """div.Tensor_mode (ops.yaml:285 sample 6)"""
+    rounding_mode = None
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_130(self):
-    """sqrt (ops.yaml:286 sample 1)"""
-    return torch.ops.aten.sqrt(self)
+    """div.Scalar_mode (ops.yaml:303 sample 0)"""
+    other = 2
+    rounding_mode = 'trunc'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_131(self):
-    """sqrt (ops.yaml:286 sample 2)"""
-    return torch.ops.aten.sqrt(self)
+    """div.Scalar_mode (ops.yaml:303 sample 1)"""
+    other = -2
+    rounding_mode = 'floor'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_132(self):
-    """sqrt (ops.yaml:286 sample 3)"""
-    return torch.ops.aten.sqrt(self)
+    """div.Scalar_mode (ops.yaml:303 sample 2)"""
+    other = 1.5
+    rounding_mode = 'floor'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_133(self):
-    """relu (ops.yaml:295 sample 0)"""
-    return torch.ops.aten.relu(self)
+    """div.Scalar_mode (ops.yaml:303 sample 3)"""
+    other = -0.75
+    rounding_mode = 'trunc'
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_134(self):
-    """relu (ops.yaml:295 sample 1)"""
-    return torch.ops.aten.relu(self)
+    """div.Scalar_mode (ops.yaml:303 sample 4)"""
+    other = 3
+    rounding_mode = None
+    return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_135(self):
-    """relu (ops.yaml:295 sample 2)"""
-    return torch.ops.aten.relu(self)
+    """clamp (ops.yaml:320 sample 0)"""
+    min = -0.5
+    max = 0.5
+    return torch.ops.aten.clamp(self, min, max)
 
 
 def case_136(self):
-    """relu (ops.yaml:295 sample 3)"""
-    return torch.ops.aten.relu(self)
+    """clamp (ops.yaml:320 sample 1)"""
+    min = -1.0
+    max = None
+    return torch.ops.aten.clamp(self, min, max)
 
 
 def case_137(self):
-    """sigmoid (ops.yaml:303 sample 0)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp (ops.yaml:320 sample 2)"""
+    min = None
+    max = 1.0
+    return torch.ops.aten.clamp(self, min, max)
 
 
 def case_138(self):
-    """sigmoid (ops.yaml:303 sample 1)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp (ops.yaml:320 sample 3)"""
+    min = 1
+    max = 2
+    return torch.ops.aten.clamp(self, min, max)
 
 
 def case_139(self):
-    """sigmoid (ops.yaml:303 sample 2)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp (ops.yaml:320 sample 4)"""
+    min = 1
+    max = -1
+    return torch.ops.aten.clamp(self, min, max)
 
 
-def case_140(self):
-    """sigmoid (ops.yaml:303 sample 3)"""
-    return torch.ops.aten.sigmoid(self)
+def case_140(self, min, max):
+    """clamp.Tensor (ops.yaml:338 sample 0)"""
+    return torch.ops.aten.clamp(self, min, max)
 
 
-def case_141(self):
-    """tanh (ops.yaml:311 sample 0)"""
-    return torch.ops.aten.tanh(self)
+def case_141(self, min):
+    """clamp.Tensor (ops.yaml:338 sample 1)"""
+    max = None
+    return torch.ops.aten.clamp(self, min, max)
 
 
-def case_142(self):
-    """tanh (ops.yaml:311 sample 1)"""
-    return torch.ops.aten.tanh(self)
+def case_142(self, max):
+    """clamp.Tensor (ops.yaml:338 sample 2)"""
+    min = None
+    return torch.ops.aten.clamp(self, min, max)
 
 
-def case_143(self):
-    """tanh (ops.yaml:311 sample 2)"""
-    return torch.ops.aten.tanh(self)
+def case_143(self, min, max):
+    """clamp.Tensor (ops.yaml:338 sample 3)"""
+    return torch.ops.aten.clamp(self, min, max)
 
 
-def case_144(self):
-    """tanh (ops.yaml:311 sample 3)"""
-    return torch.ops.aten.tanh(self)
+def case_144(grad_output, self):
+    """clamp_backward (ops.yaml:352 sample 0)"""
+    min = -0.5
+    max = 0.5
+    return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_145(self):
-    """softplus (ops.yaml:319 sample 0)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+def case_145(grad_output, self):
+    """clamp_backward (ops.yaml:352 sample 1)"""
+    min = -1.0
+    max = None
+    return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_146(self):
-    """softplus (ops.yaml:319 sample 1)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+def case_146(grad_output, self):
+    """clamp_backward (ops.yaml:352 sample 2)"""
+    min = None
+    max = 0.5
+    return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_147(self):
-    """softplus (ops.yaml:319 sample 2)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+def case_147(grad_output, self, min, max):
+    """clamp_tensor_backward (ops.yaml:366 sample 0)"""
+    return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_148(self):
-    """softplus (ops.yaml:319 sample 3)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+def case_148(grad_output, self, min):
+    """clamp_tensor_backward (ops.yaml:366 sample 1)"""
+    max = None
+    return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_149(self):
-    """clone (ops.yaml:326 sample 0)"""
-    return torch.ops.aten.clone(self)
+def case_149(grad_output, self, max):
+    """clamp_tensor_backward (ops.yaml:366 sample 2)"""
+    min = None
+    return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_150(self):
-    """clone (ops.yaml:326 sample 1)"""
-    return torch.ops.aten.clone(self)
+def case_150(grad_output, self, min, max):
+    """clamp_tensor_backward_min (ops.yaml:380 sample 0)"""
+    return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_151(self):
-    """clone (ops.yaml:326 sample 2)"""
-    return torch.ops.aten.clone(self)
+def case_151(grad_output, self, min):
+    """clamp_tensor_backward_min (ops.yaml:380 sample 1)"""
+    max = None
+    return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_152(self):
-    """clone (ops.yaml:326 sample 3)"""
-    return torch.ops.aten.clone(self)
+def case_152(grad_output, self, min, max):
+    """clamp_tensor_backward_max (ops.yaml:393 sample 0)"""
+    return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_153(self):
-    """abs (ops.yaml:341 sample 0)"""
-    return torch.ops.aten.abs(self)
+def case_153(grad_output, self, max):
+    """clamp_tensor_backward_max (ops.yaml:393 sample 1)"""
+    min = None
+    return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_154(self):
-    """abs (ops.yaml:341 sample 1)"""
-    return torch.ops.aten.abs(self)
+def case_154(grad_output):
+    """div_rounding_backward (ops.yaml:405 sample 0)"""
+    rounding_mode = None
+    return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
-def case_155(self):
-    """abs (ops.yaml:341 sample 2)"""
-    return torch.ops.aten.abs(self)
+def case_155(grad_output):
+    """div_rounding_backward (ops.yaml:405 sample 1)"""
+    rounding_mode = 'floor'
+    return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
 def case_156(self):
-    """abs (ops.yaml:341 sample 3)"""
-    return torch.ops.aten.abs(self)
+    """exp (ops.yaml:413 sample 0)"""
+    return torch.ops.aten.exp(self)
 
 
 def case_157(self):
-    """sign (ops.yaml:349 sample 0)"""
-    return torch.ops.aten.sign(self)
+    """exp (ops.yaml:413 sample 1)"""
+    return torch.ops.aten.exp(self)
 
 
 def case_158(self):
-    """sign (ops.yaml:349 sample 1)"""
-    return torch.ops.aten.sign(self)
+    """exp (ops.yaml:413 sample 2)"""
+    return torch.ops.aten.exp(self)
 
 
 def case_159(self):
-    """sign (ops.yaml:349 sample 2)"""
-    return torch.ops.aten.sign(self)
+    """exp (ops.yaml:413 sample 3)"""
+    return torch.ops.aten.exp(self)
 
 
 def case_160(self):
-    """sign (ops.yaml:349 sample 3)"""
-    return torch.ops.aten.sign(self)
+    """log (ops.yaml:421 sample 0)"""
+    return torch.ops.aten.log(self)
 
 
 def case_161(self):
-    """square (ops.yaml:356 sample 0)"""
-    return torch.ops.aten.square(self)
+    """log (ops.yaml:421 sample 1)"""
+    return torch.ops.aten.log(self)
 
 
 def case_162(self):
-    """square (ops.yaml:356 sample 1)"""
-    return torch.ops.aten.square(self)
+    """log (ops.yaml:421 sample 2)"""
+    return torch.ops.aten.log(self)
 
 
 def case_163(self):
-    """square (ops.yaml:356 sample 2)"""
-    return torch.ops.aten.square(self)
+    """log (ops.yaml:421 sample 3)"""
+    return torch.ops.aten.log(self)
 
 
 def case_164(self):
-    """square (ops.yaml:356 sample 3)"""
-    return torch.ops.aten.square(self)
+    """sqrt (ops.yaml:430 sample 0)"""
+    return torch.ops.aten.sqrt(self)
 
 
 def case_165(self):
-    """reciprocal (ops.yaml:363 sample 0)"""
-    return torch.ops.aten.reciprocal(self)
+    """sqrt (ops.yaml:430 sample 1)"""
+    return torch.ops.aten.sqrt(self)
 
 
 def case_166(self):
-    """reciprocal (ops.yaml:363 sample 1)"""
-    return torch.ops.aten.reciprocal(self)
+    """sqrt (ops.yaml:430 sample 2)"""
+    return torch.ops.aten.sqrt(self)
 
 
 def case_167(self):
-    """reciprocal (ops.yaml:363 sample 2)"""
-    return torch.ops.aten.reciprocal(self)
+    """sqrt (ops.yaml:430 sample 3)"""
+    return torch.ops.aten.sqrt(self)
 
 
 def case_168(self):
-    """reciprocal (ops.yaml:363 sample 3)"""
-    return torch.ops.aten.reciprocal(self)
+    """relu (ops.yaml:439 sample 0)"""
+    return torch.ops.aten.relu(self)
 
 
 def case_169(self):
-    """rsqrt (ops.yaml:372 sample 0)"""
-    return torch.ops.aten.rsqrt(self)
+    """relu (ops.yaml:439 sample 1)"""
+    return torch.ops.aten.relu(self)
 
 
 def case_170(self):
-    """rsqrt (ops.yaml:372 sample 1)"""
-    return torch.ops.aten.rsqrt(self)
+    """relu (ops.yaml:439 sample 2)"""
+    return torch.ops.aten.relu(self)
 
 
 def case_171(self):
-    """rsqrt (ops.yaml:372 sample 2)"""
-    return torch.ops.aten.rsqrt(self)
+    """relu (ops.yaml:439 sample 3)"""
+    return torch.ops.aten.relu(self)
 
 
 def case_172(self):
-    """rsqrt (ops.yaml:372 sample 3)"""
-    return torch.ops.aten.rsqrt(self)
+    """sigmoid (ops.yaml:447 sample 0)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_173(self):
-    """expm1 (ops.yaml:381 sample 0)"""
-    return torch.ops.aten.expm1(self)
+    """sigmoid (ops.yaml:447 sample 1)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_174(self):
-    """expm1 (ops.yaml:381 sample 1)"""
-    return torch.ops.aten.expm1(self)
+    """sigmoid (ops.yaml:447 sample 2)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_175(self):
-    """expm1 (ops.yaml:381 sample 2)"""
-    return torch.ops.aten.expm1(self)
+    """sigmoid (ops.yaml:447 sample 3)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_176(self):
-    """expm1 (ops.yaml:381 sample 3)"""
-    return torch.ops.aten.expm1(self)
+    """tanh (ops.yaml:455 sample 0)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_177(self):
-    """log1p (ops.yaml:389 sample 0)"""
-    return torch.ops.aten.log1p(self)
+    """tanh (ops.yaml:455 sample 1)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_178(self):
-    """log1p (ops.yaml:389 sample 1)"""
-    return torch.ops.aten.log1p(self)
+    """tanh (ops.yaml:455 sample 2)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_179(self):
-    """log1p (ops.yaml:389 sample 2)"""
-    return torch.ops.aten.log1p(self)
+    """tanh (ops.yaml:455 sample 3)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_180(self):
-    """log1p (ops.yaml:389 sample 3)"""
-    return torch.ops.aten.log1p(self)
+    """softplus (ops.yaml:463 sample 0)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_181(self):
-    """log2 (ops.yaml:398 sample 0)"""
-    return torch.ops.aten.log2(self)
+    """softplus (ops.yaml:463 sample 1)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_182(self):
-    """log2 (ops.yaml:398 sample 1)"""
-    return torch.ops.aten.log2(self)
+    """softplus (ops.yaml:463 sample 2)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_183(self):
-    """log2 (ops.yaml:398 sample 2)"""
-    return torch.ops.aten.log2(self)
+    """softplus (ops.yaml:463 sample 3)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_184(self):
-    """log2 (ops.yaml:398 sample 3)"""
-    return torch.ops.aten.log2(self)
+    """clone (ops.yaml:470 sample 0)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_185(self):
-    """sin (ops.yaml:407 sample 0)"""
-    return torch.ops.aten.sin(self)
+    """clone (ops.yaml:470 sample 1)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_186(self):
-    """sin (ops.yaml:407 sample 1)"""
-    return torch.ops.aten.sin(self)
+    """clone (ops.yaml:470 sample 2)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_187(self):
-    """sin (ops.yaml:407 sample 2)"""
-    return torch.ops.aten.sin(self)
+    """clone (ops.yaml:470 sample 3)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_188(self):
-    """sin (ops.yaml:407 sample 3)"""
-    return torch.ops.aten.sin(self)
+    """abs (ops.yaml:485 sample 0)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_189(self):
-    """cos (ops.yaml:415 sample 0)"""
-    return torch.ops.aten.cos(self)
+    """abs (ops.yaml:485 sample 1)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_190(self):
-    """cos (ops.yaml:415 sample 1)"""
-    return torch.ops.aten.cos(self)
+    """abs (ops.yaml:485 sample 2)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_191(self):
-    """cos (ops.yaml:415 sample 2)"""
-    return torch.ops.aten.cos(self)
+    """abs (ops.yaml:485 sample 3)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_192(self):
-    """cos (ops.yaml:415 sample 3)"""
-    return torch.ops.aten.cos(self)
+    """sign (ops.yaml:493 sample 0)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_193(self):
-    """erf (ops.yaml:423 sample 0)"""
-    return torch.ops.aten.erf(self)
+    """sign (ops.yaml:493 sample 1)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_194(self):
-    """erf (ops.yaml:423 sample 1)"""
-    return torch.ops.aten.erf(self)
+    """sign (ops.yaml:493 sample 2)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_195(self):
-    """erf (ops.yaml:423 sample 2)"""
-    return torch.ops.aten.erf(self)
+    """sign (ops.yaml:493 sample 3)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_196(self):
-    """erf (ops.yaml:423 sample 3)"""
-    return torch.ops.aten.erf(self)
+    """square (ops.yaml:500 sample 0)"""
+    return torch.ops.aten.square(self)
 
 
 def case_197(self):
-    """floor (ops.yaml:431 sample 0)"""
-    return torch.ops.aten.floor(self)
+    """square (ops.yaml:500 sample 1)"""
+    return torch.ops.aten.square(self)
 
 
 def case_198(self):
-    """floor (ops.yaml:431 sample 1)"""
-    return torch.ops.aten.floor(self)
+    """square (ops.yaml:500 sample 2)"""
+    return torch.ops.aten.square(self)
 
 
 def case_199(self):
-    """floor (ops.yaml:431 sample 2)"""
-    return torch.ops.aten.floor(self)
+    """square (ops.yaml:500 sample 3)"""
+    return torch.ops.aten.square(self)
 
 
 def case_200(self):
-    """floor (ops.yaml:431 sample 3)"""
-    return torch.ops.aten.floor(self)
+    """reciprocal (ops.yaml:509 sample 0)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_201(self):
-    """ceil (ops.yaml:438 sample 0)"""
-    return torch.ops.aten.ceil(self)
+    """reciprocal (ops.yaml:509 sample 1)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_202(self):
-    """ceil (ops.yaml:438 sample 1)"""
-    return torch.ops.aten.ceil(self)
+    """reciprocal (ops.yaml:509 sample 2)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_203(self):
-    """ceil (ops.yaml:438 sample 2)"""
-    return torch.ops.aten.ceil(self)
+    """reciprocal (ops.yaml:509 sample 3)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_204(self):
-    """ceil (ops.yaml:438 sample 3)"""
-    return torch.ops.aten.ceil(self)
+    """rsqrt (ops.yaml:518 sample 0)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_205(self):
-    """round (ops.yaml:445 sample 0)"""
-    return torch.ops.aten.round(self)
+    """rsqrt (ops.yaml:518 sample 1)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_206(self):
-    """round (ops.yaml:445 sample 1)"""
-    return torch.ops.aten.round(self)
+    """rsqrt (ops.yaml:518 sample 2)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_207(self):
-    """round (ops.yaml:445 sample 2)"""
-    return torch.ops.aten.round(self)
+    """rsqrt (ops.yaml:518 sample 3)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_208(self):
-    """round (ops.yaml:445 sample 3)"""
-    return torch.ops.aten.round(self)
+    """expm1 (ops.yaml:527 sample 0)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_209(self):
-    """trunc (ops.yaml:452 sample 0)"""
-    return torch.ops.aten.trunc(self)
+    """expm1 (ops.yaml:527 sample 1)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_210(self):
-    """trunc (ops.yaml:452 sample 1)"""
-    return torch.ops.aten.trunc(self)
+    """expm1 (ops.yaml:527 sample 2)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_211(self):
-    """trunc (ops.yaml:452 sample 2)"""
-    return torch.ops.aten.trunc(self)
+    """expm1 (ops.yaml:527 sample 3)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_212(self):
-    """trunc (ops.yaml:452 sample 3)"""
-    return torch.ops.aten.trunc(self)
+    """log1p (ops.yaml:535 sample 0)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_213(self):
-    """leaky_relu (ops.yaml:459 sample 0)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """log1p (ops.yaml:535 sample 1)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_214(self):
-    """leaky_relu (ops.yaml:459 sample 1)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """log1p (ops.yaml:535 sample 2)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_215(self):
-    """leaky_relu (ops.yaml:459 sample 2)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """log1p (ops.yaml:535 sample 3)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_216(self):
-    """leaky_relu (ops.yaml:459 sample 3)"""
+    """log2 (ops.yaml:544 sample 0)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_217(self):
+    """log2 (ops.yaml:544 sample 1)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_218(self):
+    """log2 (ops.yaml:544 sample 2)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_219(self):
+    """log2 (ops.yaml:544 sample 3)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_220(self):
+    """sin (ops.yaml:553 sample 0)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_221(self):
+    """sin (ops.yaml:553 sample 1)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_222(self):
+    """sin (ops.yaml:553 sample 2)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_223(self):
+    """sin (ops.yaml:553 sample 3)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_224(self):
+    """cos (ops.yaml:561 sample 0)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_225(self):
+    """cos (ops.yaml:561 sample 1)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_226(self):
+    """cos (ops.yaml:561 sample 2)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_227(self):
+    """cos (ops.yaml:561 sample 3)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_228(self):
+    """erf (ops.yaml:569 sample 0)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_229(self):
+    """erf (ops.yaml:569 sample 1)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_230(self):
+    """erf (ops.yaml:569 sample 2)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_231(self):
+    """erf (ops.yaml:569 sample 3)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_232(self):
+    """floor (ops.yaml:577 sample 0)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_233(self):
+    """floor (ops.yaml:577 sample 1)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_234(self):
+    """floor (ops.yaml:577 sample 2)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_235(self):
+    """floor (ops.yaml:577 sample 3)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_236(self):
+    """ceil (ops.yaml:584 sample 0)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_237(self):
+    """ceil (ops.yaml:584 sample 1)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_238(self):
+    """ceil (ops.yaml:584 sample 2)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_239(self):
+    """ceil (ops.yaml:584 sample 3)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_240(self):
+    """round (ops.yaml:591 sample 0)"""
+    return torch.ops.aten.round(self)
+
+
+def case_241(self):
+    """round (ops.yaml:591 sample 1)"""
+    return torch.ops.aten.round(self)
+
+
+def case_242(self):
+    """round (ops.yaml:591 sample 2)"""
+    return torch.ops.aten.round(self)
+
+
+def case_243(self):
+    """round (ops.yaml:591 sample 3)"""
+    return torch.ops.aten.round(self)
+
+
+def case_244(self):
+    """trunc (ops.yaml:598 sample 0)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_245(self):
+    """trunc (ops.yaml:598 sample 1)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_246(self):
+    """trunc (ops.yaml:598 sample 2)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_247(self):
+    """trunc (ops.yaml:598 sample 3)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_248(self):
+    """leaky_relu (ops.yaml:605 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_217(grad_output, self):
-    """leaky_relu_backward (ops.yaml:467 sample 0)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_218(grad_output, self):
-    """leaky_relu_backward (ops.yaml:467 sample 1)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_219(grad_output, self):
-    """leaky_relu_backward (ops.yaml:467 sample 2)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_220(grad_output, self):
-    """leaky_relu_backward (ops.yaml:467 sample 3)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_221(grad_output, self):
-    """leaky_relu_backward (ops.yaml:467 sample 4)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_222(self):
-    """elu (ops.yaml:478 sample 0)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_223(self):
-    """elu (ops.yaml:478 sample 1)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_224(self):
-    """elu (ops.yaml:478 sample 2)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_225(self):
-    """elu (ops.yaml:478 sample 3)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_226(grad_output, self):
-    """elu_backward (ops.yaml:486 sample 0)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_227(grad_output, self):
-    """elu_backward (ops.yaml:486 sample 1)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_228(grad_output, self):
-    """elu_backward (ops.yaml:486 sample 2)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_229(grad_output, self):
-    """elu_backward (ops.yaml:486 sample 3)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_230(grad_output, self):
-    """elu_backward (ops.yaml:486 sample 4)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_231(self):
-    """silu (ops.yaml:497 sample 0)"""
-    return torch.ops.aten.silu(self)
-
-
-def case_232(self):
-    """silu (ops.yaml:497 sample 1)"""
-    return torch.ops.aten.silu(self)
-
-
-def case_233(self):
-    """silu (ops.yaml:497 sample 2)"""
-    return torch.ops.aten.silu(self)
-
-
-def case_234(self):
-    """silu (ops.yaml:497 sample 3)"""
-    return torch.ops.aten.silu(self)
-
-
-def case_235(self):
-    """isnan (ops.yaml:504 sample 0)"""
-    return torch.ops.aten.isnan(self)
-
-
-def case_236(self):
-    """isnan (ops.yaml:504 sample 1)"""
-    return torch.ops.aten.isnan(self)
-
-
-def case_237(self):
-    """isnan (ops.yaml:504 sample 2)"""
-    return torch.ops.aten.isnan(self)
-
-
-def case_238(self):
-    """isnan (ops.yaml:504 sample 3)"""
-    return torch.ops.aten.isnan(self)
-
-
-def case_239(self):
-    """isfinite (ops.yaml:513 sample 0)"""
-    return torch.ops.aten.isfinite(self)
-
-
-def case_240(self):
-    """isfinite (ops.yaml:513 sample 1)"""
-    return torch.ops.aten.isfinite(self)
-
-
-def case_241(self):
-    """isfinite (ops.yaml:513 sample 2)"""
-    return torch.ops.aten.isfinite(self)
-
-
-def case_242(self):
-    """isfinite (ops.yaml:513 sample 3)"""
-    return torch.ops.aten.isfinite(self)
-
-
-def case_243(self, other):
-    """eq.Tensor (ops.yaml:524 sample 0)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_244(self, other):
-    """eq.Tensor (ops.yaml:524 sample 1)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_245(self, other):
-    """eq.Tensor (ops.yaml:524 sample 2)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_246(self, other):
-    """eq.Tensor (ops.yaml:524 sample 3)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_247(self, other):
-    """eq.Tensor (ops.yaml:524 sample 4)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_248(self):
-    """eq.Scalar (ops.yaml:534 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
 def case_249(self):
-    """eq.Scalar (ops.yaml:534 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
+    """leaky_relu (ops.yaml:605 sample 1)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_250(self):
-    """eq.Scalar (ops.yaml:534 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
+    """leaky_relu (ops.yaml:605 sample 2)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_251(self):
-    """eq.Scalar (ops.yaml:534 sample 3)"""
+    """leaky_relu (ops.yaml:605 sample 3)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_252(grad_output, self):
+    """leaky_relu_backward (ops.yaml:613 sample 0)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_253(grad_output, self):
+    """leaky_relu_backward (ops.yaml:613 sample 1)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_254(grad_output, self):
+    """leaky_relu_backward (ops.yaml:613 sample 2)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_255(grad_output, self):
+    """leaky_relu_backward (ops.yaml:613 sample 3)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_256(grad_output, self):
+    """leaky_relu_backward (ops.yaml:613 sample 4)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_257(self):
+    """elu (ops.yaml:624 sample 0)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_258(self):
+    """elu (ops.yaml:624 sample 1)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_259(self):
+    """elu (ops.yaml:624 sample 2)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_260(self):
+    """elu (ops.yaml:624 sample 3)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_261(grad_output, self):
+    """elu_backward (ops.yaml:632 sample 0)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_262(grad_output, self):
+    """elu_backward (ops.yaml:632 sample 1)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_263(grad_output, self):
+    """elu_backward (ops.yaml:632 sample 2)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_264(grad_output, self):
+    """elu_backward (ops.yaml:632 sample 3)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_265(grad_output, self):
+    """elu_backward (ops.yaml:632 sample 4)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_266(self):
+    """silu (ops.yaml:643 sample 0)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_267(self):
+    """silu (ops.yaml:643 sample 1)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_268(self):
+    """silu (ops.yaml:643 sample 2)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_269(self):
+    """silu (ops.yaml:643 sample 3)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_270(self):
+    """isnan (ops.yaml:650 sample 0)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_271(self):
+    """isnan (ops.yaml:650 sample 1)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_272(self):
+    """isnan (ops.yaml:650 sample 2)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_273(self):
+    """isnan (ops.yaml:650 sample 3)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_274(self):
+    """isfinite (ops.yaml:659 sample 0)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_275(self):
+    """isfinite (ops.yaml:659 sample 1)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_276(self):
+    """isfinite (ops.yaml:659 sample 2)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_277(self):
+    """isfinite (ops.yaml:659 sample 3)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_278(self):
+    """gelu (ops.yaml:675 sample 0)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_279(self):
+    """gelu (ops.yaml:675 sample 1)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_280(self):
+    """gelu (ops.yaml:675 sample 2)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_281(self):
+    """gelu (ops.yaml:675 sample 3)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_282(self):
+    """gelu (ops.yaml:675 sample 4)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_283(grad_output, self):
+    """gelu_backward (ops.yaml:691 sample 0)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_284(grad_output, self):
+    """gelu_backward (ops.yaml:691 sample 1)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_285(grad_output, self):
+    """gelu_backward (ops.yaml:691 sample 2)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_286(grad_output, self):
+    """gelu_backward (ops.yaml:691 sample 3)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_287(grad_output, self):
+    """gelu_backward (ops.yaml:691 sample 4)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_288(self):
+    """nan_to_num (ops.yaml:712 sample 0)"""
+    nan = None
+    posinf = None
+    neginf = None
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_289(self):
+    """nan_to_num (ops.yaml:712 sample 1)"""
+    nan = 1.0
+    posinf = 2.0
+    neginf = -2.0
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_290(self):
+    """nan_to_num (ops.yaml:712 sample 2)"""
+    nan = None
+    posinf = None
+    neginf = None
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_291(self):
+    """nan_to_num (ops.yaml:712 sample 3)"""
+    nan = 0.5
+    posinf = None
+    neginf = None
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_292(self, other):
+    """eq.Tensor (ops.yaml:721 sample 0)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_293(self, other):
+    """eq.Tensor (ops.yaml:721 sample 1)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_294(self, other):
+    """eq.Tensor (ops.yaml:721 sample 2)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_295(self, other):
+    """eq.Tensor (ops.yaml:721 sample 3)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_296(self, other):
+    """eq.Tensor (ops.yaml:721 sample 4)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_297(self):
+    """eq.Scalar (ops.yaml:731 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_252(self, other):
-    """lt.Tensor (ops.yaml:543 sample 0)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_253(self, other):
-    """lt.Tensor (ops.yaml:543 sample 1)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_254(self, other):
-    """lt.Tensor (ops.yaml:543 sample 2)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_255(self, other):
-    """lt.Tensor (ops.yaml:543 sample 3)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_256(self, other):
-    """lt.Tensor (ops.yaml:543 sample 4)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_257(self):
-    """lt.Scalar (ops.yaml:553 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_258(self):
-    """lt.Scalar (ops.yaml:553 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_259(self):
-    """lt.Scalar (ops.yaml:553 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_260(self):
-    """lt.Scalar (ops.yaml:553 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_261(self, other):
-    """gt.Tensor (ops.yaml:562 sample 0)"""
-    return torch.ops.aten.gt(self, other)
-
-
-def case_262(self, other):
-    """gt.Tensor (ops.yaml:562 sample 1)"""
-    return torch.ops.aten.gt(self, other)
-
-
-def case_263(self, other):
-    """gt.Tensor (ops.yaml:562 sample 2)"""
-    return torch.ops.aten.gt(self, other)
-
-
-def case_264(self, other):
-    """gt.Tensor (ops.yaml:562 sample 3)"""
-    return torch.ops.aten.gt(self, other)
-
-
-def case_265(self, other):
-    """gt.Tensor (ops.yaml:562 sample 4)"""
-    return torch.ops.aten.gt(self, other)
-
-
-def case_266(self):
-    """gt.Scalar (ops.yaml:572 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.gt(self, other)
-
-
-def case_267(self):
-    """gt.Scalar (ops.yaml:572 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.gt(self, other)
-
-
-def case_268(self):
-    """gt.Scalar (ops.yaml:572 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.gt(self, other)
-
-
-def case_269(self):
-    """gt.Scalar (ops.yaml:572 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.gt(self, other)
-
-
-def case_270(condition, self, other):
-    """where (ops.yaml:589 sample 0)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_271(condition, self, other):
-    """where (ops.yaml:589 sample 1)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_272(condition, self, other):
-    """where (ops.yaml:589 sample 2)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_273(self, other):
-    """ne.Tensor (ops.yaml:594 sample 0)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_274(self, other):
-    """ne.Tensor (ops.yaml:594 sample 1)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_275(self, other):
-    """ne.Tensor (ops.yaml:594 sample 2)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_276(self, other):
-    """ne.Tensor (ops.yaml:594 sample 3)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_277(self, other):
-    """ne.Tensor (ops.yaml:594 sample 4)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_278(self):
-    """ne.Scalar (ops.yaml:604 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_279(self):
-    """ne.Scalar (ops.yaml:604 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_280(self):
-    """ne.Scalar (ops.yaml:604 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_281(self):
-    """ne.Scalar (ops.yaml:604 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_282(self, other):
-    """le.Tensor (ops.yaml:613 sample 0)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_283(self, other):
-    """le.Tensor (ops.yaml:613 sample 1)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_284(self, other):
-    """le.Tensor (ops.yaml:613 sample 2)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_285(self, other):
-    """le.Tensor (ops.yaml:613 sample 3)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_286(self, other):
-    """le.Tensor (ops.yaml:613 sample 4)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_287(self):
-    """le.Scalar (ops.yaml:623 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
-def case_288(self):
-    """le.Scalar (ops.yaml:623 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
-def case_289(self):
-    """le.Scalar (ops.yaml:623 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
-def case_290(self):
-    """le.Scalar (ops.yaml:623 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
-def case_291(self, other):
-    """ge.Tensor (ops.yaml:632 sample 0)"""
-    return torch.ops.aten.ge(self, other)
-
-
-def case_292(self, other):
-    """ge.Tensor (ops.yaml:632 sample 1)"""
-    return torch.ops.aten.ge(self, other)
-
-
-def case_293(self, other):
-    """ge.Tensor (ops.yaml:632 sample 2)"""
-    return torch.ops.aten.ge(self, other)
-
-
-def case_294(self, other):
-    """ge.Tensor (ops.yaml:632 sample 3)"""
-    return torch.ops.aten.ge(self, other)
-
-
-def case_295(self, other):
-    """ge.Tensor (ops.yaml:632 sample 4)"""
-    return torch.ops.aten.ge(self, other)
-
-
-def case_296(self):
-    """ge.Scalar (ops.yaml:642 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.ge(self, other)
-
-
-def case_297(self):
-    """ge.Scalar (ops.yaml:642 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.ge(self, other)
-
-
 def case_298(self):
-    """ge.Scalar (ops.yaml:642 sample 2)"""
+    """eq.Scalar (ops.yaml:731 sample 1)"""
     other = 1.5
-    return torch.ops.aten.ge(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_299(self):
-    """ge.Scalar (ops.yaml:642 sample 3)"""
+    """eq.Scalar (ops.yaml:731 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_300(self):
+    """eq.Scalar (ops.yaml:731 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_301(self, other):
+    """lt.Tensor (ops.yaml:740 sample 0)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_302(self, other):
+    """lt.Tensor (ops.yaml:740 sample 1)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_303(self, other):
+    """lt.Tensor (ops.yaml:740 sample 2)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_304(self, other):
+    """lt.Tensor (ops.yaml:740 sample 3)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_305(self, other):
+    """lt.Tensor (ops.yaml:740 sample 4)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_306(self):
+    """lt.Scalar (ops.yaml:750 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_307(self):
+    """lt.Scalar (ops.yaml:750 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_308(self):
+    """lt.Scalar (ops.yaml:750 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_309(self):
+    """lt.Scalar (ops.yaml:750 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_310(self, other):
+    """gt.Tensor (ops.yaml:759 sample 0)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_311(self, other):
+    """gt.Tensor (ops.yaml:759 sample 1)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_312(self, other):
+    """gt.Tensor (ops.yaml:759 sample 2)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_313(self, other):
+    """gt.Tensor (ops.yaml:759 sample 3)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_314(self, other):
+    """gt.Tensor (ops.yaml:759 sample 4)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_315(self):
+    """gt.Scalar (ops.yaml:769 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_316(self):
+    """gt.Scalar (ops.yaml:769 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_317(self):
+    """gt.Scalar (ops.yaml:769 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_318(self):
+    """gt.Scalar (ops.yaml:769 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_319(condition, self, other):
+    """where (ops.yaml:786 sample 0)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_320(condition, self, other):
+    """where (ops.yaml:786 sample 1)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_321(condition, self, other):
+    """where (ops.yaml:786 sample 2)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_322(self, other):
+    """ne.Tensor (ops.yaml:791 sample 0)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_323(self, other):
+    """ne.Tensor (ops.yaml:791 sample 1)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_324(self, other):
+    """ne.Tensor (ops.yaml:791 sample 2)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_325(self, other):
+    """ne.Tensor (ops.yaml:791 sample 3)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_326(self, other):
+    """ne.Tensor (ops.yaml:791 sample 4)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_327(self):
+    """ne.Scalar (ops.yaml:801 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_328(self):
+    """ne.Scalar (ops.yaml:801 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_329(self):
+    """ne.Scalar (ops.yaml:801 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_330(self):
+    """ne.Scalar (ops.yaml:801 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_331(self, other):
+    """le.Tensor (ops.yaml:810 sample 0)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_332(self, other):
+    """le.Tensor (ops.yaml:810 sample 1)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_333(self, other):
+    """le.Tensor (ops.yaml:810 sample 2)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_334(self, other):
+    """le.Tensor (ops.yaml:810 sample 3)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_335(self, other):
+    """le.Tensor (ops.yaml:810 sample 4)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_336(self):
+    """le.Scalar (ops.yaml:820 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_337(self):
+    """le.Scalar (ops.yaml:820 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_338(self):
+    """le.Scalar (ops.yaml:820 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_339(self):
+    """le.Scalar (ops.yaml:820 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_340(self, other):
+    """ge.Tensor (ops.yaml:829 sample 0)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_341(self, other):
+    """ge.Tensor (ops.yaml:829 sample 1)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_342(self, other):
+    """ge.Tensor (ops.yaml:829 sample 2)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_343(self, other):
+    """ge.Tensor (ops.yaml:829 sample 3)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_344(self, other):
+    """ge.Tensor (ops.yaml:829 sample 4)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_345(self):
+    """ge.Scalar (ops.yaml:839 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_300(self, other):
-    """logical_and (ops.yaml:651 sample 0)"""
+def case_346(self):
+    """ge.Scalar (ops.yaml:839 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_347(self):
+    """ge.Scalar (ops.yaml:839 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_348(self):
+    """ge.Scalar (ops.yaml:839 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_349(self, other):
+    """logical_and (ops.yaml:848 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_301(self, other):
-    """logical_and (ops.yaml:651 sample 1)"""
+def case_350(self, other):
+    """logical_and (ops.yaml:848 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_302(self, other):
-    """logical_and (ops.yaml:651 sample 2)"""
+def case_351(self, other):
+    """logical_and (ops.yaml:848 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_303(self, other):
-    """logical_and (ops.yaml:651 sample 3)"""
+def case_352(self, other):
+    """logical_and (ops.yaml:848 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_304(self, other):
-    """logical_and (ops.yaml:651 sample 4)"""
+def case_353(self, other):
+    """logical_and (ops.yaml:848 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_305(self, other):
-    """logical_or (ops.yaml:661 sample 0)"""
+def case_354(self, other):
+    """logical_or (ops.yaml:858 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_306(self, other):
-    """logical_or (ops.yaml:661 sample 1)"""
+def case_355(self, other):
+    """logical_or (ops.yaml:858 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_307(self, other):
-    """logical_or (ops.yaml:661 sample 2)"""
+def case_356(self, other):
+    """logical_or (ops.yaml:858 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_308(self, other):
-    """logical_or (ops.yaml:661 sample 3)"""
+def case_357(self, other):
+    """logical_or (ops.yaml:858 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_309(self, other):
-    """logical_or (ops.yaml:661 sample 4)"""
+def case_358(self, other):
+    """logical_or (ops.yaml:858 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_310(self, other):
-    """logical_xor (ops.yaml:671 sample 0)"""
+def case_359(self, other):
+    """logical_xor (ops.yaml:868 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_311(self, other):
-    """logical_xor (ops.yaml:671 sample 1)"""
+def case_360(self, other):
+    """logical_xor (ops.yaml:868 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_312(self, other):
-    """logical_xor (ops.yaml:671 sample 2)"""
+def case_361(self, other):
+    """logical_xor (ops.yaml:868 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_313(self, other):
-    """logical_xor (ops.yaml:671 sample 3)"""
+def case_362(self, other):
+    """logical_xor (ops.yaml:868 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_314(self, other):
-    """logical_xor (ops.yaml:671 sample 4)"""
+def case_363(self, other):
+    """logical_xor (ops.yaml:868 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_315(self):
-    """logical_not (ops.yaml:681 sample 0)"""
+def case_364(self):
+    """logical_not (ops.yaml:878 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_316(self):
-    """logical_not (ops.yaml:681 sample 1)"""
+def case_365(self):
+    """logical_not (ops.yaml:878 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_317(self):
-    """logical_not (ops.yaml:681 sample 2)"""
+def case_366(self):
+    """logical_not (ops.yaml:878 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_318(self):
-    """logical_not (ops.yaml:681 sample 3)"""
+def case_367(self):
+    """logical_not (ops.yaml:878 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_319(self, mask):
-    """masked_fill.Scalar (ops.yaml:697 sample 0)"""
+def case_368(self, mask):
+    """masked_fill.Scalar (ops.yaml:894 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_320(self, mask):
-    """masked_fill.Scalar (ops.yaml:697 sample 1)"""
+def case_369(self, mask):
+    """masked_fill.Scalar (ops.yaml:894 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_321(self, mask):
-    """masked_fill.Scalar (ops.yaml:697 sample 2)"""
+def case_370(self, mask):
+    """masked_fill.Scalar (ops.yaml:894 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_322(self, mask):
-    """masked_fill.Scalar (ops.yaml:697 sample 3)"""
+def case_371(self, mask):
+    """masked_fill.Scalar (ops.yaml:894 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_323(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:714 sample 0)"""
+def case_372(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:911 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_324(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:714 sample 1)"""
+def case_373(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:911 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_325(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:714 sample 2)"""
+def case_374(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:911 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_326(self):
-    """sum (ops.yaml:729 sample 0)"""
+def case_375(self):
+    """sum (ops.yaml:926 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_327(self):
-    """sum (ops.yaml:729 sample 1)"""
+def case_376(self):
+    """sum (ops.yaml:926 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_328(self):
-    """sum (ops.yaml:729 sample 2)"""
+def case_377(self):
+    """sum (ops.yaml:926 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_329(self):
-    """sum (ops.yaml:729 sample 3)"""
+def case_378(self):
+    """sum (ops.yaml:926 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_330(self):
-    """sum.dim (ops.yaml:744 sample 0)"""
+def case_379(self):
+    """sum.dim (ops.yaml:941 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_331(self):
-    """sum.dim (ops.yaml:744 sample 1)"""
+def case_380(self):
+    """sum.dim (ops.yaml:941 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_332(self):
-    """sum.dim (ops.yaml:744 sample 2)"""
+def case_381(self):
+    """sum.dim (ops.yaml:941 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_333(self):
-    """sum.dim (ops.yaml:744 sample 3)"""
+def case_382(self):
+    """sum.dim (ops.yaml:941 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_334(self):
-    """mean (ops.yaml:758 sample 0)"""
+def case_383(self):
+    """mean (ops.yaml:955 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_335(self):
-    """mean (ops.yaml:758 sample 1)"""
+def case_384(self):
+    """mean (ops.yaml:955 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_336(self):
-    """mean (ops.yaml:758 sample 2)"""
+def case_385(self):
+    """mean (ops.yaml:955 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_337(self):
-    """mean.dim (ops.yaml:772 sample 0)"""
+def case_386(self):
+    """mean.dim (ops.yaml:969 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_338(self):
-    """mean.dim (ops.yaml:772 sample 1)"""
+def case_387(self):
+    """mean.dim (ops.yaml:969 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_339(self):
-    """amax (ops.yaml:784 sample 0)"""
+def case_388(self):
+    """amax (ops.yaml:981 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_340(self):
-    """amax (ops.yaml:784 sample 1)"""
+def case_389(self):
+    """amax (ops.yaml:981 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_341(self):
-    """amax (ops.yaml:784 sample 2)"""
+def case_390(self):
+    """amax (ops.yaml:981 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_342(self, mat2):
-    """mm (ops.yaml:806 sample 0)"""
+def case_391(self, mat2):
+    """mm (ops.yaml:1003 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_343(self, mat2):
-    """mm (ops.yaml:806 sample 1)"""
+def case_392(self, mat2):
+    """mm (ops.yaml:1003 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_344(self, mat2):
-    """mm (ops.yaml:806 sample 2)"""
+def case_393(self, mat2):
+    """mm (ops.yaml:1003 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_345(self, mat2):
-    """mm (ops.yaml:806 sample 3)"""
+def case_394(self, mat2):
+    """mm (ops.yaml:1003 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_346(self, other):
-    """matmul (ops.yaml:824 sample 0)"""
+def case_395(self, other):
+    """matmul (ops.yaml:1021 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_347(self, other):
-    """matmul (ops.yaml:824 sample 1)"""
+def case_396(self, other):
+    """matmul (ops.yaml:1021 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_348(self, other):
-    """matmul (ops.yaml:824 sample 2)"""
+def case_397(self, other):
+    """matmul (ops.yaml:1021 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_349(self, other):
-    """matmul (ops.yaml:824 sample 3)"""
+def case_398(self, other):
+    """matmul (ops.yaml:1021 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_350(self, other):
-    """matmul (ops.yaml:824 sample 4)"""
+def case_399(self, other):
+    """matmul (ops.yaml:1021 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_351(self, other):
-    """matmul (ops.yaml:824 sample 5)"""
+def case_400(self, other):
+    """matmul (ops.yaml:1021 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_352(self, other):
-    """matmul (ops.yaml:824 sample 6)"""
+def case_401(self, other):
+    """matmul (ops.yaml:1021 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_353(self, other):
-    """matmul (ops.yaml:824 sample 7)"""
+def case_402(self, other):
+    """matmul (ops.yaml:1021 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_354(self, other):
-    """matmul (ops.yaml:824 sample 8)"""
+def case_403(self, other):
+    """matmul (ops.yaml:1021 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_355(self, other):
-    """matmul (ops.yaml:824 sample 9)"""
+def case_404(self, other):
+    """matmul (ops.yaml:1021 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_356(self, other):
-    """matmul (ops.yaml:824 sample 10)"""
+def case_405(self, other):
+    """matmul (ops.yaml:1021 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_357(self, mat2):
-    """bmm (ops.yaml:854 sample 0)"""
+def case_406(self, mat2):
+    """bmm (ops.yaml:1051 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_358(self, mat2):
-    """bmm (ops.yaml:854 sample 1)"""
+def case_407(self, mat2):
+    """bmm (ops.yaml:1051 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_359(self, mat2):
-    """bmm (ops.yaml:854 sample 2)"""
+def case_408(self, mat2):
+    """bmm (ops.yaml:1051 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_360(self, mat2):
-    """bmm (ops.yaml:854 sample 3)"""
+def case_409(self, mat2):
+    """bmm (ops.yaml:1051 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_361(self, mat1, mat2):
-    """addmm (ops.yaml:881 sample 0)"""
+def case_410(self, mat1, mat2):
+    """addmm (ops.yaml:1078 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_362(self, mat1, mat2):
-    """addmm (ops.yaml:881 sample 1)"""
+def case_411(self, mat1, mat2):
+    """addmm (ops.yaml:1078 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_363(self, mat1, mat2):
-    """addmm (ops.yaml:881 sample 2)"""
+def case_412(self, mat1, mat2):
+    """addmm (ops.yaml:1078 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_364(self, mat1, mat2):
-    """addmm (ops.yaml:881 sample 3)"""
+def case_413(self, mat1, mat2):
+    """addmm (ops.yaml:1078 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_365(self, mat1, mat2):
-    """addmm (ops.yaml:881 sample 4)"""
+def case_414(self, mat1, mat2):
+    """addmm (ops.yaml:1078 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_366(self, batch1, batch2):
-    """baddbmm (ops.yaml:913 sample 0)"""
+def case_415(self, batch1, batch2):
+    """baddbmm (ops.yaml:1110 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_367(self, batch1, batch2):
-    """baddbmm (ops.yaml:913 sample 1)"""
+def case_416(self, batch1, batch2):
+    """baddbmm (ops.yaml:1110 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_368(self, batch1, batch2):
-    """baddbmm (ops.yaml:913 sample 2)"""
+def case_417(self, batch1, batch2):
+    """baddbmm (ops.yaml:1110 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_369(self, batch1, batch2):
-    """baddbmm (ops.yaml:913 sample 3)"""
+def case_418(self, batch1, batch2):
+    """baddbmm (ops.yaml:1110 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_370(self, batch1, batch2):
-    """baddbmm (ops.yaml:913 sample 4)"""
+def case_419(self, batch1, batch2):
+    """baddbmm (ops.yaml:1110 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_371(self, tensor):
-    """dot (ops.yaml:934 sample 0)"""
+def case_420(self, tensor):
+    """dot (ops.yaml:1131 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_372(self, tensor):
-    """dot (ops.yaml:934 sample 1)"""
+def case_421(self, tensor):
+    """dot (ops.yaml:1131 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_373(self, tensor):
-    """dot (ops.yaml:934 sample 2)"""
+def case_422(self, tensor):
+    """dot (ops.yaml:1131 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_374(self, vec2):
-    """outer (ops.yaml:951 sample 0)"""
+def case_423(self, vec2):
+    """outer (ops.yaml:1148 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_375(self, vec2):
-    """outer (ops.yaml:951 sample 1)"""
+def case_424(self, vec2):
+    """outer (ops.yaml:1148 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_376(self, vec2):
-    """outer (ops.yaml:951 sample 2)"""
+def case_425(self, vec2):
+    """outer (ops.yaml:1148 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_377(self):
-    """t (ops.yaml:991 sample 0)"""
+def case_426(self):
+    """t (ops.yaml:1188 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_378(self):
-    """t (ops.yaml:991 sample 1)"""
+def case_427(self):
+    """t (ops.yaml:1188 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_379(self):
-    """transpose (ops.yaml:1002 sample 0)"""
+def case_428(self):
+    """transpose (ops.yaml:1199 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_380(self):
-    """transpose (ops.yaml:1002 sample 1)"""
+def case_429(self):
+    """transpose (ops.yaml:1199 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_381(self):
-    """permute (ops.yaml:1016 sample 0)"""
+def case_430(self):
+    """permute (ops.yaml:1213 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_382(self):
-    """view (ops.yaml:1025 sample 0)"""
+def case_431(self):
+    """view (ops.yaml:1222 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_383(self):
-    """view (ops.yaml:1025 sample 1)"""
+def case_432(self):
+    """view (ops.yaml:1222 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_384(self):
-    """reshape (ops.yaml:1035 sample 0)"""
+def case_433(self):
+    """reshape (ops.yaml:1232 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_385(self):
-    """reshape (ops.yaml:1035 sample 1)"""
+def case_434(self):
+    """reshape (ops.yaml:1232 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_386(self):
-    """expand (ops.yaml:1045 sample 0)"""
+def case_435(self):
+    """expand (ops.yaml:1242 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_387(self):
-    """expand (ops.yaml:1045 sample 1)"""
+def case_436(self):
+    """expand (ops.yaml:1242 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_388(self):
-    """squeeze (ops.yaml:1055 sample 0)"""
+def case_437(self):
+    """squeeze (ops.yaml:1252 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_389(self):
-    """squeeze.dim (ops.yaml:1065 sample 0)"""
+def case_438(self):
+    """squeeze.dim (ops.yaml:1262 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_390(self):
-    """squeeze.dim (ops.yaml:1065 sample 1)"""
+def case_439(self):
+    """squeeze.dim (ops.yaml:1262 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_391(self):
-    """unsqueeze (ops.yaml:1076 sample 0)"""
+def case_440(self):
+    """unsqueeze (ops.yaml:1273 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_392(self):
-    """unsqueeze (ops.yaml:1076 sample 1)"""
+def case_441(self):
+    """unsqueeze (ops.yaml:1273 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_393(self):
-    """slice (ops.yaml:1090 sample 0)"""
+def case_442(self):
+    """slice (ops.yaml:1287 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2197,8 +2507,8 @@ def case_393(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_394(self):
-    """slice (ops.yaml:1090 sample 1)"""
+def case_443(self):
+    """slice (ops.yaml:1287 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2206,43 +2516,43 @@ def case_394(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_395(self):
-    """select (ops.yaml:1101 sample 0)"""
+def case_444(self):
+    """select (ops.yaml:1298 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_396(self):
-    """select (ops.yaml:1101 sample 1)"""
+def case_445(self):
+    """select (ops.yaml:1298 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_397(self):
-    """contiguous (ops.yaml:1111 sample 0)"""
+def case_446(self):
+    """contiguous (ops.yaml:1308 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_398():
-    """zeros (ops.yaml:1131 sample 0)"""
+def case_447():
+    """zeros (ops.yaml:1328 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_399():
-    """ones (ops.yaml:1139 sample 0)"""
+def case_448():
+    """ones (ops.yaml:1336 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_400():
-    """full (ops.yaml:1147 sample 0)"""
+def case_449():
+    """full (ops.yaml:1344 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2250,8 +2560,8 @@ def case_400():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_401():
-    """arange (ops.yaml:1162 sample 0)"""
+def case_450():
+    """arange (ops.yaml:1359 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2260,30 +2570,30 @@ def case_401():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_402():
-    """rand (ops.yaml:1170 sample 0)"""
+def case_451():
+    """rand (ops.yaml:1367 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_403():
-    """randn (ops.yaml:1181 sample 0)"""
+def case_452():
+    """randn (ops.yaml:1378 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_404(self):
-    """sum_to (ops.yaml:1200 sample 0)"""
+def case_453(self):
+    """sum_to (ops.yaml:1397 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_405(self):
-    """sum_to (ops.yaml:1200 sample 1)"""
+def case_454(self):
+    """sum_to (ops.yaml:1397 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2421,1090 +2731,1237 @@ CASES = [
     dict(op="neg", where="ops.yaml:86 sample 3", fn=case_43, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:93 sample 0", fn=case_44, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 0", fn=case_44, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:93 sample 1", fn=case_45, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 1", fn=case_45, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:93 sample 2", fn=case_46, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 2", fn=case_46, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:93 sample 3", fn=case_47, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 3", fn=case_47, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 0", fn=case_48, tensors=["self", "exponent"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 4", fn=case_48, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 1", fn=case_49, tensors=["self", "exponent"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 0", fn=case_49, tensors=["self", "exponent"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 2", fn=case_50, tensors=["self", "exponent"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 1", fn=case_50, tensors=["self", "exponent"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 3", fn=case_51, tensors=["self", "exponent"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 2", fn=case_51, tensors=["self", "exponent"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 4", fn=case_52, tensors=["self", "exponent"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 3", fn=case_52, tensors=["self", "exponent"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:119 sample 0", fn=case_53, tensors=["exponent"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 4", fn=case_53, tensors=["self", "exponent"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:119 sample 1", fn=case_54, tensors=["exponent"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:125 sample 0", fn=case_54, tensors=["exponent"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:119 sample 2", fn=case_55, tensors=["exponent"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:125 sample 1", fn=case_55, tensors=["exponent"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:119 sample 3", fn=case_56, tensors=["exponent"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:125 sample 2", fn=case_56, tensors=["exponent"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:125 sample 0", fn=case_57, tensors=["self", "other"],
+    dict(op="pow.Scalar", where="ops.yaml:125 sample 3", fn=case_57, tensors=["exponent"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Scalar", where="ops.yaml:125 sample 4", fn=case_58, tensors=["exponent"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="maximum", where="ops.yaml:132 sample 0", fn=case_59, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:125 sample 1", fn=case_58, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:132 sample 1", fn=case_60, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:125 sample 2", fn=case_59, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:132 sample 2", fn=case_61, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:125 sample 3", fn=case_60, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:132 sample 3", fn=case_62, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:125 sample 4", fn=case_61, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:132 sample 4", fn=case_63, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:134 sample 0", fn=case_62, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:141 sample 0", fn=case_64, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:134 sample 1", fn=case_63, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:141 sample 1", fn=case_65, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:134 sample 2", fn=case_64, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:141 sample 2", fn=case_66, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:134 sample 3", fn=case_65, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:141 sample 3", fn=case_67, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:134 sample 4", fn=case_66, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:141 sample 4", fn=case_68, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:143 sample 0", fn=case_67, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:150 sample 0", fn=case_69, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:143 sample 1", fn=case_68, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:150 sample 1", fn=case_70, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:143 sample 2", fn=case_69, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:150 sample 2", fn=case_71, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:143 sample 3", fn=case_70, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:150 sample 3", fn=case_72, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:151 sample 0", fn=case_71, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:158 sample 0", fn=case_73, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:151 sample 1", fn=case_72, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:158 sample 1", fn=case_74, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:151 sample 2", fn=case_73, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:158 sample 2", fn=case_75, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:151 sample 3", fn=case_74, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:158 sample 3", fn=case_76, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 0", fn=case_75, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 0", fn=case_77, tensors=["self", "min"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 1", fn=case_76, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 1", fn=case_78, tensors=["self", "min"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 2", fn=case_77, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 2", fn=case_79, tensors=["self", "min"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 3", fn=case_78, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 3", fn=case_80, tensors=["self", "min"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 4", fn=case_79, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 4", fn=case_81, tensors=["self", "min"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 0", fn=case_80, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 0", fn=case_82, tensors=["self", "max"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 1", fn=case_81, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 1", fn=case_83, tensors=["self", "max"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 2", fn=case_82, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 2", fn=case_84, tensors=["self", "max"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 3", fn=case_83, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 3", fn=case_85, tensors=["self", "max"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 4", fn=case_84, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 4", fn=case_86, tensors=["self", "max"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:177 sample 0", fn=case_85, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:184 sample 0", fn=case_87, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:177 sample 1", fn=case_86, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:184 sample 1", fn=case_88, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:177 sample 2", fn=case_87, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:184 sample 2", fn=case_89, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:177 sample 3", fn=case_88, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:184 sample 3", fn=case_90, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:177 sample 4", fn=case_89, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:184 sample 4", fn=case_91, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:187 sample 0", fn=case_90, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:194 sample 0", fn=case_92, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:187 sample 1", fn=case_91, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:194 sample 1", fn=case_93, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:187 sample 2", fn=case_92, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:194 sample 2", fn=case_94, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:187 sample 3", fn=case_93, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:194 sample 3", fn=case_95, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:195 sample 0", fn=case_94, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:202 sample 0", fn=case_96, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:195 sample 1", fn=case_95, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:202 sample 1", fn=case_97, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:195 sample 2", fn=case_96, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:202 sample 2", fn=case_98, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:195 sample 3", fn=case_97, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:202 sample 3", fn=case_99, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:195 sample 4", fn=case_98, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:202 sample 4", fn=case_100, tensors=["self", "other"],
          free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:205 sample 0", fn=case_99, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:212 sample 0", fn=case_101, tensors=["self", "end"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:205 sample 1", fn=case_100, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:212 sample 1", fn=case_102, tensors=["self", "end"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:205 sample 2", fn=case_101, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:212 sample 2", fn=case_103, tensors=["self", "end"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:205 sample 3", fn=case_102, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:212 sample 3", fn=case_104, tensors=["self", "end"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:205 sample 4", fn=case_103, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:212 sample 4", fn=case_105, tensors=["self", "end"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:222 sample 0", fn=case_104, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:229 sample 0", fn=case_106, tensors=["self", "end", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:222 sample 1", fn=case_105, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:229 sample 1", fn=case_107, tensors=["self", "end", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:222 sample 2", fn=case_106, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:229 sample 2", fn=case_108, tensors=["self", "end", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:222 sample 3", fn=case_107, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:229 sample 3", fn=case_109, tensors=["self", "end", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:236 sample 0", fn=case_108, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:243 sample 0", fn=case_110, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:236 sample 1", fn=case_109, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:243 sample 1", fn=case_111, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:236 sample 2", fn=case_110, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:243 sample 2", fn=case_112, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:236 sample 3", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:243 sample 3", fn=case_113, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:251 sample 0", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:258 sample 0", fn=case_114, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:251 sample 1", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:258 sample 1", fn=case_115, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:251 sample 2", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:258 sample 2", fn=case_116, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:251 sample 3", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:258 sample 3", fn=case_117, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 0", fn=case_116, tensors=["grad_output", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 0", fn=case_118, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 1", fn=case_117, tensors=["grad_output", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 1", fn=case_119, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 2", fn=case_118, tensors=["grad_output", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 2", fn=case_120, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 3", fn=case_119, tensors=["grad_output", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 3", fn=case_121, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 4", fn=case_120, tensors=["grad_output", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 4", fn=case_122, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:269 sample 0", fn=case_121, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 0", fn=case_123, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:269 sample 1", fn=case_122, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 1", fn=case_124, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:269 sample 2", fn=case_123, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 2", fn=case_125, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:269 sample 3", fn=case_124, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 3", fn=case_126, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:277 sample 0", fn=case_125, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 4", fn=case_127, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:277 sample 1", fn=case_126, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 5", fn=case_128, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:277 sample 2", fn=case_127, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 6", fn=case_129, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:277 sample 3", fn=case_128, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sqrt", where="ops.yaml:286 sample 0", fn=case_129, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sqrt", where="ops.yaml:286 sample 1", fn=case_130, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sqrt", where="ops.yaml:286 sample 2", fn=case_131, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sqrt", where="ops.yaml:286 sample 3", fn=case_132, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="relu", where="ops.yaml:295 sample 0", fn=case_133, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 0", fn=case_130, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:295 sample 1", fn=case_134, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 1", fn=case_131, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:295 sample 2", fn=case_135, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 2", fn=case_132, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:295 sample 3", fn=case_136, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 3", fn=case_133, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:303 sample 0", fn=case_137, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sigmoid", where="ops.yaml:303 sample 1", fn=case_138, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sigmoid", where="ops.yaml:303 sample 2", fn=case_139, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sigmoid", where="ops.yaml:303 sample 3", fn=case_140, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tanh", where="ops.yaml:311 sample 0", fn=case_141, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tanh", where="ops.yaml:311 sample 1", fn=case_142, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tanh", where="ops.yaml:311 sample 2", fn=case_143, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tanh", where="ops.yaml:311 sample 3", fn=case_144, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softplus", where="ops.yaml:319 sample 0", fn=case_145, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softplus", where="ops.yaml:319 sample 1", fn=case_146, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softplus", where="ops.yaml:319 sample 2", fn=case_147, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softplus", where="ops.yaml:319 sample 3", fn=case_148, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:326 sample 0", fn=case_149, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:326 sample 1", fn=case_150, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:326 sample 2", fn=case_151, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:326 sample 3", fn=case_152, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:341 sample 0", fn=case_153, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 4", fn=case_134, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:341 sample 1", fn=case_154, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:320 sample 0", fn=case_135, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:341 sample 2", fn=case_155, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:320 sample 1", fn=case_136, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:341 sample 3", fn=case_156, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:320 sample 2", fn=case_137, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:349 sample 0", fn=case_157, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:349 sample 1", fn=case_158, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:349 sample 2", fn=case_159, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:349 sample 3", fn=case_160, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:356 sample 0", fn=case_161, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:320 sample 3", fn=case_138, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:356 sample 1", fn=case_162, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:320 sample 4", fn=case_139, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:356 sample 2", fn=case_163, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="clamp.Tensor", where="ops.yaml:338 sample 0", fn=case_140, tensors=["self", "min", "max"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:356 sample 3", fn=case_164, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="clamp.Tensor", where="ops.yaml:338 sample 1", fn=case_141, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:363 sample 0", fn=case_165, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="clamp.Tensor", where="ops.yaml:338 sample 2", fn=case_142, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:363 sample 1", fn=case_166, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="clamp.Tensor", where="ops.yaml:338 sample 3", fn=case_143, tensors=["self", "min", "max"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:363 sample 2", fn=case_167, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:363 sample 3", fn=case_168, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:372 sample 0", fn=case_169, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:372 sample 1", fn=case_170, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:372 sample 2", fn=case_171, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:372 sample 3", fn=case_172, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:381 sample 0", fn=case_173, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:381 sample 1", fn=case_174, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:381 sample 2", fn=case_175, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:381 sample 3", fn=case_176, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:389 sample 0", fn=case_177, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:389 sample 1", fn=case_178, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:389 sample 2", fn=case_179, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:389 sample 3", fn=case_180, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:398 sample 0", fn=case_181, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:398 sample 1", fn=case_182, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:398 sample 2", fn=case_183, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:398 sample 3", fn=case_184, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:407 sample 0", fn=case_185, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:407 sample 1", fn=case_186, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:407 sample 2", fn=case_187, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:407 sample 3", fn=case_188, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:415 sample 0", fn=case_189, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:415 sample 1", fn=case_190, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:415 sample 2", fn=case_191, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:415 sample 3", fn=case_192, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:423 sample 0", fn=case_193, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:423 sample 1", fn=case_194, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:423 sample 2", fn=case_195, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:423 sample 3", fn=case_196, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:431 sample 0", fn=case_197, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:431 sample 1", fn=case_198, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:431 sample 2", fn=case_199, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:431 sample 3", fn=case_200, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:438 sample 0", fn=case_201, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:438 sample 1", fn=case_202, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:438 sample 2", fn=case_203, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:438 sample 3", fn=case_204, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:445 sample 0", fn=case_205, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:445 sample 1", fn=case_206, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:445 sample 2", fn=case_207, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:445 sample 3", fn=case_208, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:452 sample 0", fn=case_209, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:452 sample 1", fn=case_210, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:452 sample 2", fn=case_211, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:452 sample 3", fn=case_212, tensors=["self"],
-         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:459 sample 0", fn=case_213, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:459 sample 1", fn=case_214, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:459 sample 2", fn=case_215, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:459 sample 3", fn=case_216, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 0", fn=case_217, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:352 sample 0", fn=case_144, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 1", fn=case_218, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:352 sample 1", fn=case_145, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 2", fn=case_219, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:352 sample 2", fn=case_146, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 3", fn=case_220, tensors=["grad_output", "self"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:467 sample 4", fn=case_221, tensors=["grad_output", "self"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:478 sample 0", fn=case_222, tensors=["self"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:380 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:380 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:393 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:393 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div_rounding_backward", where="ops.yaml:405 sample 0", fn=case_154, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:478 sample 1", fn=case_223, tensors=["self"],
+    dict(op="div_rounding_backward", where="ops.yaml:405 sample 1", fn=case_155, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:478 sample 2", fn=case_224, tensors=["self"],
+    dict(op="exp", where="ops.yaml:413 sample 0", fn=case_156, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="exp", where="ops.yaml:413 sample 1", fn=case_157, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="exp", where="ops.yaml:413 sample 2", fn=case_158, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="exp", where="ops.yaml:413 sample 3", fn=case_159, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:421 sample 0", fn=case_160, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:421 sample 1", fn=case_161, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:421 sample 2", fn=case_162, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:421 sample 3", fn=case_163, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:430 sample 0", fn=case_164, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:430 sample 1", fn=case_165, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:430 sample 2", fn=case_166, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:430 sample 3", fn=case_167, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:439 sample 0", fn=case_168, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:439 sample 1", fn=case_169, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:439 sample 2", fn=case_170, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:439 sample 3", fn=case_171, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:447 sample 0", fn=case_172, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:447 sample 1", fn=case_173, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:447 sample 2", fn=case_174, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:447 sample 3", fn=case_175, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:455 sample 0", fn=case_176, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:455 sample 1", fn=case_177, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:455 sample 2", fn=case_178, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:455 sample 3", fn=case_179, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:463 sample 0", fn=case_180, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:478 sample 3", fn=case_225, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:463 sample 1", fn=case_181, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:486 sample 0", fn=case_226, tensors=["grad_output", "self"],
+    dict(op="softplus", where="ops.yaml:463 sample 2", fn=case_182, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:463 sample 3", fn=case_183, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:470 sample 0", fn=case_184, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:470 sample 1", fn=case_185, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:470 sample 2", fn=case_186, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:470 sample 3", fn=case_187, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:485 sample 0", fn=case_188, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:485 sample 1", fn=case_189, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:485 sample 2", fn=case_190, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:485 sample 3", fn=case_191, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:493 sample 0", fn=case_192, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:493 sample 1", fn=case_193, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:493 sample 2", fn=case_194, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:493 sample 3", fn=case_195, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:500 sample 0", fn=case_196, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:500 sample 1", fn=case_197, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:500 sample 2", fn=case_198, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:500 sample 3", fn=case_199, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:509 sample 0", fn=case_200, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:509 sample 1", fn=case_201, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:509 sample 2", fn=case_202, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:509 sample 3", fn=case_203, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:518 sample 0", fn=case_204, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:518 sample 1", fn=case_205, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:518 sample 2", fn=case_206, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:518 sample 3", fn=case_207, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:527 sample 0", fn=case_208, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:527 sample 1", fn=case_209, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:527 sample 2", fn=case_210, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:527 sample 3", fn=case_211, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:535 sample 0", fn=case_212, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:535 sample 1", fn=case_213, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:535 sample 2", fn=case_214, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:535 sample 3", fn=case_215, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:544 sample 0", fn=case_216, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:544 sample 1", fn=case_217, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:544 sample 2", fn=case_218, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:544 sample 3", fn=case_219, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:553 sample 0", fn=case_220, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:553 sample 1", fn=case_221, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:553 sample 2", fn=case_222, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:553 sample 3", fn=case_223, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:561 sample 0", fn=case_224, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:561 sample 1", fn=case_225, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:561 sample 2", fn=case_226, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:561 sample 3", fn=case_227, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:569 sample 0", fn=case_228, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:569 sample 1", fn=case_229, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:569 sample 2", fn=case_230, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:569 sample 3", fn=case_231, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:577 sample 0", fn=case_232, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:577 sample 1", fn=case_233, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:577 sample 2", fn=case_234, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:577 sample 3", fn=case_235, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:584 sample 0", fn=case_236, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:584 sample 1", fn=case_237, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:584 sample 2", fn=case_238, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:584 sample 3", fn=case_239, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:591 sample 0", fn=case_240, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:591 sample 1", fn=case_241, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:591 sample 2", fn=case_242, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:591 sample 3", fn=case_243, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:598 sample 0", fn=case_244, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:598 sample 1", fn=case_245, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:598 sample 2", fn=case_246, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:598 sample 3", fn=case_247, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:605 sample 0", fn=case_248, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:605 sample 1", fn=case_249, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:605 sample 2", fn=case_250, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:605 sample 3", fn=case_251, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 0", fn=case_252, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:486 sample 1", fn=case_227, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 1", fn=case_253, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:486 sample 2", fn=case_228, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 2", fn=case_254, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:486 sample 3", fn=case_229, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 3", fn=case_255, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:486 sample 4", fn=case_230, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 4", fn=case_256, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:497 sample 0", fn=case_231, tensors=["self"],
+    dict(op="elu", where="ops.yaml:624 sample 0", fn=case_257, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:497 sample 1", fn=case_232, tensors=["self"],
+    dict(op="elu", where="ops.yaml:624 sample 1", fn=case_258, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:497 sample 2", fn=case_233, tensors=["self"],
+    dict(op="elu", where="ops.yaml:624 sample 2", fn=case_259, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:497 sample 3", fn=case_234, tensors=["self"],
+    dict(op="elu", where="ops.yaml:624 sample 3", fn=case_260, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:504 sample 0", fn=case_235, tensors=["self"],
+    dict(op="elu_backward", where="ops.yaml:632 sample 0", fn=case_261, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:632 sample 1", fn=case_262, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:632 sample 2", fn=case_263, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:632 sample 3", fn=case_264, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:632 sample 4", fn=case_265, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:643 sample 0", fn=case_266, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:643 sample 1", fn=case_267, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:643 sample 2", fn=case_268, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:643 sample 3", fn=case_269, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:650 sample 0", fn=case_270, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:504 sample 1", fn=case_236, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:650 sample 1", fn=case_271, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:504 sample 2", fn=case_237, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:650 sample 2", fn=case_272, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:504 sample 3", fn=case_238, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:650 sample 3", fn=case_273, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:513 sample 0", fn=case_239, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:659 sample 0", fn=case_274, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:513 sample 1", fn=case_240, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:659 sample 1", fn=case_275, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:513 sample 2", fn=case_241, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:659 sample 2", fn=case_276, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:513 sample 3", fn=case_242, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:659 sample 3", fn=case_277, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:524 sample 0", fn=case_243, tensors=["self", "other"],
+    dict(op="gelu", where="ops.yaml:675 sample 0", fn=case_278, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu", where="ops.yaml:675 sample 1", fn=case_279, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu", where="ops.yaml:675 sample 2", fn=case_280, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu", where="ops.yaml:675 sample 3", fn=case_281, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu", where="ops.yaml:675 sample 4", fn=case_282, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu_backward", where="ops.yaml:691 sample 0", fn=case_283, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu_backward", where="ops.yaml:691 sample 1", fn=case_284, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu_backward", where="ops.yaml:691 sample 2", fn=case_285, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu_backward", where="ops.yaml:691 sample 3", fn=case_286, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu_backward", where="ops.yaml:691 sample 4", fn=case_287, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nan_to_num", where="ops.yaml:712 sample 0", fn=case_288, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nan_to_num", where="ops.yaml:712 sample 1", fn=case_289, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nan_to_num", where="ops.yaml:712 sample 2", fn=case_290, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nan_to_num", where="ops.yaml:712 sample 3", fn=case_291, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Tensor", where="ops.yaml:721 sample 0", fn=case_292, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:524 sample 1", fn=case_244, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:721 sample 1", fn=case_293, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:524 sample 2", fn=case_245, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:721 sample 2", fn=case_294, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:524 sample 3", fn=case_246, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:721 sample 3", fn=case_295, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:524 sample 4", fn=case_247, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:721 sample 4", fn=case_296, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:534 sample 0", fn=case_248, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:731 sample 0", fn=case_297, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:534 sample 1", fn=case_249, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:731 sample 1", fn=case_298, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:534 sample 2", fn=case_250, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:731 sample 2", fn=case_299, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:534 sample 3", fn=case_251, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:731 sample 3", fn=case_300, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:543 sample 0", fn=case_252, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:740 sample 0", fn=case_301, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:543 sample 1", fn=case_253, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:740 sample 1", fn=case_302, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:543 sample 2", fn=case_254, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:740 sample 2", fn=case_303, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:543 sample 3", fn=case_255, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:740 sample 3", fn=case_304, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:543 sample 4", fn=case_256, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:740 sample 4", fn=case_305, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:553 sample 0", fn=case_257, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:750 sample 0", fn=case_306, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:553 sample 1", fn=case_258, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:750 sample 1", fn=case_307, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:553 sample 2", fn=case_259, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:750 sample 2", fn=case_308, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:553 sample 3", fn=case_260, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:750 sample 3", fn=case_309, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:562 sample 0", fn=case_261, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:759 sample 0", fn=case_310, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:562 sample 1", fn=case_262, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:759 sample 1", fn=case_311, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:562 sample 2", fn=case_263, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:759 sample 2", fn=case_312, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:562 sample 3", fn=case_264, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:759 sample 3", fn=case_313, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:562 sample 4", fn=case_265, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:759 sample 4", fn=case_314, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:572 sample 0", fn=case_266, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:769 sample 0", fn=case_315, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:572 sample 1", fn=case_267, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:769 sample 1", fn=case_316, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:572 sample 2", fn=case_268, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:769 sample 2", fn=case_317, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:572 sample 3", fn=case_269, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:769 sample 3", fn=case_318, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:589 sample 0", fn=case_270, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:786 sample 0", fn=case_319, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:589 sample 1", fn=case_271, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:786 sample 1", fn=case_320, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:589 sample 2", fn=case_272, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:786 sample 2", fn=case_321, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:594 sample 0", fn=case_273, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:791 sample 0", fn=case_322, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:594 sample 1", fn=case_274, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:791 sample 1", fn=case_323, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:594 sample 2", fn=case_275, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:791 sample 2", fn=case_324, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:594 sample 3", fn=case_276, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:791 sample 3", fn=case_325, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:594 sample 4", fn=case_277, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:791 sample 4", fn=case_326, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:604 sample 0", fn=case_278, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:801 sample 0", fn=case_327, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:604 sample 1", fn=case_279, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:801 sample 1", fn=case_328, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:604 sample 2", fn=case_280, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:801 sample 2", fn=case_329, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:604 sample 3", fn=case_281, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:801 sample 3", fn=case_330, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:613 sample 0", fn=case_282, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:810 sample 0", fn=case_331, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:613 sample 1", fn=case_283, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:810 sample 1", fn=case_332, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:613 sample 2", fn=case_284, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:810 sample 2", fn=case_333, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:613 sample 3", fn=case_285, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:810 sample 3", fn=case_334, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:613 sample 4", fn=case_286, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:810 sample 4", fn=case_335, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:623 sample 0", fn=case_287, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:820 sample 0", fn=case_336, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:623 sample 1", fn=case_288, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:820 sample 1", fn=case_337, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:623 sample 2", fn=case_289, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:820 sample 2", fn=case_338, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:623 sample 3", fn=case_290, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:820 sample 3", fn=case_339, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:632 sample 0", fn=case_291, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:829 sample 0", fn=case_340, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:632 sample 1", fn=case_292, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:829 sample 1", fn=case_341, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:632 sample 2", fn=case_293, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:829 sample 2", fn=case_342, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:632 sample 3", fn=case_294, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:829 sample 3", fn=case_343, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:632 sample 4", fn=case_295, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:829 sample 4", fn=case_344, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:642 sample 0", fn=case_296, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:839 sample 0", fn=case_345, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:642 sample 1", fn=case_297, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:839 sample 1", fn=case_346, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:642 sample 2", fn=case_298, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:839 sample 2", fn=case_347, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:642 sample 3", fn=case_299, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:839 sample 3", fn=case_348, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:651 sample 0", fn=case_300, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:848 sample 0", fn=case_349, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:651 sample 1", fn=case_301, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:848 sample 1", fn=case_350, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:651 sample 2", fn=case_302, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:848 sample 2", fn=case_351, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:651 sample 3", fn=case_303, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:848 sample 3", fn=case_352, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:651 sample 4", fn=case_304, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:848 sample 4", fn=case_353, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:661 sample 0", fn=case_305, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:858 sample 0", fn=case_354, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:661 sample 1", fn=case_306, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:858 sample 1", fn=case_355, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:661 sample 2", fn=case_307, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:858 sample 2", fn=case_356, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:661 sample 3", fn=case_308, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:858 sample 3", fn=case_357, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:661 sample 4", fn=case_309, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:858 sample 4", fn=case_358, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:671 sample 0", fn=case_310, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:868 sample 0", fn=case_359, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:671 sample 1", fn=case_311, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:868 sample 1", fn=case_360, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:671 sample 2", fn=case_312, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:868 sample 2", fn=case_361, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:671 sample 3", fn=case_313, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:868 sample 3", fn=case_362, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:671 sample 4", fn=case_314, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:868 sample 4", fn=case_363, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:681 sample 0", fn=case_315, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:878 sample 0", fn=case_364, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:681 sample 1", fn=case_316, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:878 sample 1", fn=case_365, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:681 sample 2", fn=case_317, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:878 sample 2", fn=case_366, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:681 sample 3", fn=case_318, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:878 sample 3", fn=case_367, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 0", fn=case_319, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 0", fn=case_368, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 1", fn=case_320, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 1", fn=case_369, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 2", fn=case_321, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 2", fn=case_370, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:697 sample 3", fn=case_322, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 3", fn=case_371, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 0", fn=case_323, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 0", fn=case_372, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 1", fn=case_324, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 1", fn=case_373, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:714 sample 2", fn=case_325, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 2", fn=case_374, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:729 sample 0", fn=case_326, tensors=["self"],
+    dict(op="sum", where="ops.yaml:926 sample 0", fn=case_375, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:729 sample 1", fn=case_327, tensors=["self"],
+    dict(op="sum", where="ops.yaml:926 sample 1", fn=case_376, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:729 sample 2", fn=case_328, tensors=["self"],
+    dict(op="sum", where="ops.yaml:926 sample 2", fn=case_377, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:729 sample 3", fn=case_329, tensors=["self"],
+    dict(op="sum", where="ops.yaml:926 sample 3", fn=case_378, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:744 sample 0", fn=case_330, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:941 sample 0", fn=case_379, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:744 sample 1", fn=case_331, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:941 sample 1", fn=case_380, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:744 sample 2", fn=case_332, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:941 sample 2", fn=case_381, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:744 sample 3", fn=case_333, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:941 sample 3", fn=case_382, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:758 sample 0", fn=case_334, tensors=["self"],
+    dict(op="mean", where="ops.yaml:955 sample 0", fn=case_383, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:758 sample 1", fn=case_335, tensors=["self"],
+    dict(op="mean", where="ops.yaml:955 sample 1", fn=case_384, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:758 sample 2", fn=case_336, tensors=["self"],
+    dict(op="mean", where="ops.yaml:955 sample 2", fn=case_385, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:772 sample 0", fn=case_337, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:969 sample 0", fn=case_386, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:772 sample 1", fn=case_338, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:969 sample 1", fn=case_387, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:784 sample 0", fn=case_339, tensors=["self"],
+    dict(op="amax", where="ops.yaml:981 sample 0", fn=case_388, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:784 sample 1", fn=case_340, tensors=["self"],
+    dict(op="amax", where="ops.yaml:981 sample 1", fn=case_389, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:784 sample 2", fn=case_341, tensors=["self"],
+    dict(op="amax", where="ops.yaml:981 sample 2", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:806 sample 0", fn=case_342, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1003 sample 0", fn=case_391, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:806 sample 1", fn=case_343, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1003 sample 1", fn=case_392, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:806 sample 2", fn=case_344, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1003 sample 2", fn=case_393, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:806 sample 3", fn=case_345, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1003 sample 3", fn=case_394, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 0", fn=case_346, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 0", fn=case_395, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 1", fn=case_347, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 1", fn=case_396, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 2", fn=case_348, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 2", fn=case_397, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 3", fn=case_349, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 3", fn=case_398, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 4", fn=case_350, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 4", fn=case_399, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 5", fn=case_351, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 5", fn=case_400, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 6", fn=case_352, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 6", fn=case_401, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 7", fn=case_353, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 7", fn=case_402, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 8", fn=case_354, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 8", fn=case_403, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 9", fn=case_355, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 9", fn=case_404, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:824 sample 10", fn=case_356, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1021 sample 10", fn=case_405, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:854 sample 0", fn=case_357, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1051 sample 0", fn=case_406, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:854 sample 1", fn=case_358, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1051 sample 1", fn=case_407, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:854 sample 2", fn=case_359, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1051 sample 2", fn=case_408, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:854 sample 3", fn=case_360, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1051 sample 3", fn=case_409, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:881 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1078 sample 0", fn=case_410, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:881 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1078 sample 1", fn=case_411, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:881 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1078 sample 2", fn=case_412, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:881 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1078 sample 3", fn=case_413, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:881 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1078 sample 4", fn=case_414, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:913 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1110 sample 0", fn=case_415, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:913 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1110 sample 1", fn=case_416, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:913 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1110 sample 2", fn=case_417, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:913 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1110 sample 3", fn=case_418, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:913 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1110 sample 4", fn=case_419, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:934 sample 0", fn=case_371, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1131 sample 0", fn=case_420, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:934 sample 1", fn=case_372, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1131 sample 1", fn=case_421, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:934 sample 2", fn=case_373, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1131 sample 2", fn=case_422, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:951 sample 0", fn=case_374, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1148 sample 0", fn=case_423, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:951 sample 1", fn=case_375, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1148 sample 1", fn=case_424, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:951 sample 2", fn=case_376, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1148 sample 2", fn=case_425, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:991 sample 0", fn=case_377, tensors=["self"],
+    dict(op="t", where="ops.yaml:1188 sample 0", fn=case_426, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:991 sample 1", fn=case_378, tensors=["self"],
+    dict(op="t", where="ops.yaml:1188 sample 1", fn=case_427, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1002 sample 0", fn=case_379, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1199 sample 0", fn=case_428, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1002 sample 1", fn=case_380, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1199 sample 1", fn=case_429, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1016 sample 0", fn=case_381, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1213 sample 0", fn=case_430, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1025 sample 0", fn=case_382, tensors=["self"],
+    dict(op="view", where="ops.yaml:1222 sample 0", fn=case_431, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1025 sample 1", fn=case_383, tensors=["self"],
+    dict(op="view", where="ops.yaml:1222 sample 1", fn=case_432, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1035 sample 0", fn=case_384, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1232 sample 0", fn=case_433, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1035 sample 1", fn=case_385, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1232 sample 1", fn=case_434, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1045 sample 0", fn=case_386, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1242 sample 0", fn=case_435, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1045 sample 1", fn=case_387, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1242 sample 1", fn=case_436, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1055 sample 0", fn=case_388, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1252 sample 0", fn=case_437, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1065 sample 0", fn=case_389, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1262 sample 0", fn=case_438, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1065 sample 1", fn=case_390, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1262 sample 1", fn=case_439, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1076 sample 0", fn=case_391, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1273 sample 0", fn=case_440, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1076 sample 1", fn=case_392, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1273 sample 1", fn=case_441, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1090 sample 0", fn=case_393, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1287 sample 0", fn=case_442, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1090 sample 1", fn=case_394, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1287 sample 1", fn=case_443, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1101 sample 0", fn=case_395, tensors=["self"],
+    dict(op="select", where="ops.yaml:1298 sample 0", fn=case_444, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1101 sample 1", fn=case_396, tensors=["self"],
+    dict(op="select", where="ops.yaml:1298 sample 1", fn=case_445, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1111 sample 0", fn=case_397, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1308 sample 0", fn=case_446, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1131 sample 0", fn=case_398, tensors=[],
+    dict(op="zeros", where="ops.yaml:1328 sample 0", fn=case_447, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1139 sample 0", fn=case_399, tensors=[],
+    dict(op="ones", where="ops.yaml:1336 sample 0", fn=case_448, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1147 sample 0", fn=case_400, tensors=[],
+    dict(op="full", where="ops.yaml:1344 sample 0", fn=case_449, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1162 sample 0", fn=case_401, tensors=[],
+    dict(op="arange", where="ops.yaml:1359 sample 0", fn=case_450, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1170 sample 0", fn=case_402, tensors=[],
+    dict(op="rand", where="ops.yaml:1367 sample 0", fn=case_451, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1181 sample 0", fn=case_403, tensors=[],
+    dict(op="randn", where="ops.yaml:1378 sample 0", fn=case_452, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1200 sample 0", fn=case_404, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1397 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1200 sample 1", fn=case_405, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1397 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -109,3 +109,27 @@ yt__pw_check_scalar(const char *op, const char *name, yt_scalar s, yt_dtype dtyp
     return yt__fail_status(YT_ERR_VALUE, "%s: %s=%lld cannot be converted to %s without overflow",
                            op, name, (long long)s.v.i, yt_dtype_name(dtype));
 }
+
+/* result_dtype rules of pointwise ops (ops.yaml), declared in internal.h. */
+
+yt_dtype
+yt__dtype_square(yt_tensor *self)
+{
+    /* PyTorch's square is pow(self, 2): a bool tensor with an int exponent gives i64. */
+    return self->dtype == YT_DTYPE_BOOL ? YT_DTYPE_I64 : self->dtype;
+}
+
+yt_dtype
+yt__dtype_div_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    yt_tensor *const tensors[2] = {self, other};
+    yt_dtype d = yt__result_type(2, tensors, 0, NULL);
+    return rounding_mode == NULL ? yt__to_floating(d) : d;
+}
+
+yt_dtype
+yt__dtype_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    yt_dtype d = yt__result_type(1, &self, 1, &other);
+    return rounding_mode == NULL ? yt__to_floating(d) : d;
+}

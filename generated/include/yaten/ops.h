@@ -331,48 +331,54 @@ YT_API yt_status yt_neg_out(yt_tensor *out, yt_tensor *self);
 /* ---- pow.Tensor_Scalar (ops.yaml:93) */
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow(yt_tensor *self, yt_scalar exponent);
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_(yt_tensor *self, yt_scalar exponent);
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow.Tensor_Tensor (ops.yaml:102) */
+/* ---- pow.Tensor_Tensor (ops.yaml:108) */
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent);
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent);
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow.Scalar (ops.yaml:112) */
+/* ---- pow.Scalar (ops.yaml:118) */
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
  * The number `self` raised to each element of `exponent`.
@@ -387,7 +393,7 @@ YT_API yt_tensor *yt_pow_scalar(yt_scalar self, yt_tensor *exponent);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent);
 
-/* ---- maximum (ops.yaml:125) */
+/* ---- maximum (ops.yaml:132) */
 
 /* maximum(Tensor self, Tensor other) -> Tensor
  * Elementwise maximum with broadcasting; NaN in either input gives NaN.
@@ -402,7 +408,7 @@ YT_API yt_tensor *yt_maximum(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- minimum (ops.yaml:134) */
+/* ---- minimum (ops.yaml:141) */
 
 /* minimum(Tensor self, Tensor other) -> Tensor
  * Elementwise minimum with broadcasting; NaN in either input gives NaN.
@@ -417,7 +423,7 @@ YT_API yt_tensor *yt_minimum(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- clamp_min (ops.yaml:143) */
+/* ---- clamp_min (ops.yaml:150) */
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
  * max(self, min) elementwise; NaN stays NaN.
@@ -439,7 +445,7 @@ YT_API yt_status yt_clamp_min_(yt_tensor *self, yt_scalar min);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min);
 
-/* ---- clamp_max (ops.yaml:151) */
+/* ---- clamp_max (ops.yaml:158) */
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
  * min(self, max) elementwise; NaN stays NaN.
@@ -461,7 +467,7 @@ YT_API yt_status yt_clamp_max_(yt_tensor *self, yt_scalar max);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max);
 
-/* ---- clamp_min.Tensor (ops.yaml:159) */
+/* ---- clamp_min.Tensor (ops.yaml:166) */
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
  * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
@@ -483,7 +489,7 @@ YT_API yt_status yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min);
 
-/* ---- clamp_max.Tensor (ops.yaml:168) */
+/* ---- clamp_max.Tensor (ops.yaml:175) */
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
  * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
@@ -505,7 +511,7 @@ YT_API yt_status yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max);
 
-/* ---- remainder.Tensor (ops.yaml:177) */
+/* ---- remainder.Tensor (ops.yaml:184) */
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
  * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
@@ -530,7 +536,7 @@ YT_API yt_status yt_remainder_(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- remainder.Scalar (ops.yaml:187) */
+/* ---- remainder.Scalar (ops.yaml:194) */
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
  * Python's modulus of every element by the number `other` (the sign of `other`).
@@ -552,7 +558,7 @@ YT_API yt_status yt_remainder_scalar_(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- floor_divide (ops.yaml:195) */
+/* ---- floor_divide (ops.yaml:202) */
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
  * self / other rounded toward negative infinity (Python's //); integer division by zero is an
@@ -577,7 +583,7 @@ YT_API yt_status yt_floor_divide_(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lerp.Scalar (ops.yaml:205) */
+/* ---- lerp.Scalar (ops.yaml:212) */
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
  * self + weight * (end - self), computed from the nearer end for accuracy.
@@ -599,7 +605,7 @@ YT_API yt_status yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight);
 
-/* ---- lerp.Tensor (ops.yaml:214) */
+/* ---- lerp.Tensor (ops.yaml:221) */
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
  * self + weight * (end - self) with a tensor weight, broadcast.
@@ -622,7 +628,7 @@ YT_API yt_status yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *wei
 YT_API yt_status yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end,
                                     yt_tensor *weight);
 
-/* ---- addcmul (ops.yaml:228) */
+/* ---- addcmul (ops.yaml:235) */
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
  * self + value * tensor1 * tensor2, with broadcasting.
@@ -671,7 +677,7 @@ YT_API yt_status yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tens
 YT_API yt_status yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
                                    yt_tensor *tensor2, yt_scalar value);
 
-/* ---- addcdiv (ops.yaml:242) */
+/* ---- addcdiv (ops.yaml:249) */
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
  * self + value * tensor1 / tensor2, with broadcasting.
@@ -720,7 +726,7 @@ YT_API yt_status yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tens
 YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
                                    yt_tensor *tensor2, yt_scalar value);
 
-/* ---- pow_scalar_backward (ops.yaml:257) */
+/* ---- pow_scalar_backward (ops.yaml:264) */
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output *
@@ -729,7 +735,209 @@ YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output);
 
-/* ---- exp (ops.yaml:269) */
+/* ---- div.Tensor_mode (ops.yaml:274) */
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode);
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode);
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other,
+                                        const char *rounding_mode);
+
+/* ---- div.Scalar_mode (ops.yaml:294) */
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode);
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode);
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other,
+                                        const char *rounding_mode);
+
+/* ---- clamp (ops.yaml:310) */
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp(yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_(yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_out(yt_tensor *out, yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min,
+                                 const yt_scalar *max);
+
+/* ---- clamp.Tensor (ops.yaml:327) */
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor(yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_(yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min,
+                                        yt_tensor *max);
+
+/* ---- clamp_backward (ops.yaml:344) */
+
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else
+ * 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
+                                    const yt_scalar *max);
+
+/* ---- clamp_tensor_backward (ops.yaml:358) */
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                                           yt_tensor *max);
+
+/* ---- clamp_tensor_backward_min (ops.yaml:372) */
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self,
+                                               yt_tensor *min, yt_tensor *max);
+
+/* ---- clamp_tensor_backward_max (ops.yaml:385) */
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self,
+                                               yt_tensor *min, yt_tensor *max);
+
+/* ---- div_rounding_backward (ops.yaml:398) */
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded
+ * quotient is piecewise constant).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode);
+
+/* ---- exp (ops.yaml:413) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -751,7 +959,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:277) */
+/* ---- log (ops.yaml:421) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -773,7 +981,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:286) */
+/* ---- sqrt (ops.yaml:430) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -795,7 +1003,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:295) */
+/* ---- relu (ops.yaml:439) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -817,7 +1025,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:303) */
+/* ---- sigmoid (ops.yaml:447) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -839,7 +1047,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:311) */
+/* ---- tanh (ops.yaml:455) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -861,7 +1069,7 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:319) */
+/* ---- softplus (ops.yaml:463) */
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
@@ -907,7 +1115,7 @@ YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
                                     yt_scalar threshold);
 
-/* ---- clone (ops.yaml:326) */
+/* ---- clone (ops.yaml:470) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -922,7 +1130,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:333) */
+/* ---- to.dtype (ops.yaml:477) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -930,7 +1138,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- abs (ops.yaml:341) */
+/* ---- abs (ops.yaml:485) */
 
 /* abs(Tensor self) -> Tensor
  * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
@@ -952,7 +1160,7 @@ YT_API yt_status yt_abs_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sign (ops.yaml:349) */
+/* ---- sign (ops.yaml:493) */
 
 /* sign(Tensor self) -> Tensor
  * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
@@ -974,29 +1182,29 @@ YT_API yt_status yt_sign_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- square (ops.yaml:356) */
+/* ---- square (ops.yaml:500) */
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_square(yt_tensor *self);
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_(yt_tensor *self);
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- reciprocal (ops.yaml:363) */
+/* ---- reciprocal (ops.yaml:509) */
 
 /* reciprocal(Tensor self) -> Tensor
  * 1 / self elementwise; integer inputs give a floating result.
@@ -1018,7 +1226,7 @@ YT_API yt_status yt_reciprocal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- rsqrt (ops.yaml:372) */
+/* ---- rsqrt (ops.yaml:518) */
 
 /* rsqrt(Tensor self) -> Tensor
  * 1 / sqrt(self) elementwise.
@@ -1040,7 +1248,7 @@ YT_API yt_status yt_rsqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- expm1 (ops.yaml:381) */
+/* ---- expm1 (ops.yaml:527) */
 
 /* expm1(Tensor self) -> Tensor
  * exp(self) - 1, accurate near zero.
@@ -1062,7 +1270,7 @@ YT_API yt_status yt_expm1_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log1p (ops.yaml:389) */
+/* ---- log1p (ops.yaml:535) */
 
 /* log1p(Tensor self) -> Tensor
  * log(1 + self), accurate near zero.
@@ -1084,7 +1292,7 @@ YT_API yt_status yt_log1p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log2 (ops.yaml:398) */
+/* ---- log2 (ops.yaml:544) */
 
 /* log2(Tensor self) -> Tensor
  * Base-2 logarithm of each element.
@@ -1106,7 +1314,7 @@ YT_API yt_status yt_log2_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sin (ops.yaml:407) */
+/* ---- sin (ops.yaml:553) */
 
 /* sin(Tensor self) -> Tensor
  * Sine of each element (radians).
@@ -1128,7 +1336,7 @@ YT_API yt_status yt_sin_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- cos (ops.yaml:415) */
+/* ---- cos (ops.yaml:561) */
 
 /* cos(Tensor self) -> Tensor
  * Cosine of each element (radians).
@@ -1150,7 +1358,7 @@ YT_API yt_status yt_cos_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- erf (ops.yaml:423) */
+/* ---- erf (ops.yaml:569) */
 
 /* erf(Tensor self) -> Tensor
  * The error function of each element.
@@ -1172,7 +1380,7 @@ YT_API yt_status yt_erf_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- floor (ops.yaml:431) */
+/* ---- floor (ops.yaml:577) */
 
 /* floor(Tensor self) -> Tensor
  * The largest integer not above each element (integers are unchanged).
@@ -1194,7 +1402,7 @@ YT_API yt_status yt_floor_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- ceil (ops.yaml:438) */
+/* ---- ceil (ops.yaml:584) */
 
 /* ceil(Tensor self) -> Tensor
  * The smallest integer not below each element (integers are unchanged).
@@ -1216,7 +1424,7 @@ YT_API yt_status yt_ceil_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- round (ops.yaml:445) */
+/* ---- round (ops.yaml:591) */
 
 /* round(Tensor self) -> Tensor
  * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
@@ -1238,7 +1446,7 @@ YT_API yt_status yt_round_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- trunc (ops.yaml:452) */
+/* ---- trunc (ops.yaml:598) */
 
 /* trunc(Tensor self) -> Tensor
  * Each element rounded toward zero.
@@ -1260,7 +1468,7 @@ YT_API yt_status yt_trunc_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- leaky_relu (ops.yaml:459) */
+/* ---- leaky_relu (ops.yaml:605) */
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
  * self where positive, else self * negative_slope; NaN stays NaN.
@@ -1305,7 +1513,7 @@ YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
 
-/* ---- leaky_relu_backward (ops.yaml:467) */
+/* ---- leaky_relu_backward (ops.yaml:613) */
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
  * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
@@ -1314,7 +1522,7 @@ YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
                                          yt_scalar negative_slope);
 
-/* ---- elu (ops.yaml:478) */
+/* ---- elu (ops.yaml:624) */
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
  * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
@@ -1362,7 +1570,7 @@ YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
                                yt_scalar input_scale);
 
-/* ---- elu_backward (ops.yaml:486) */
+/* ---- elu_backward (ops.yaml:632) */
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
  * Gradient of elu with respect to its input `self`.
@@ -1371,7 +1579,7 @@ YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha,
 YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                                   yt_scalar input_scale, yt_tensor *self);
 
-/* ---- silu (ops.yaml:497) */
+/* ---- silu (ops.yaml:643) */
 
 /* silu(Tensor self) -> Tensor
  * self * sigmoid(self) elementwise (swish).
@@ -1393,7 +1601,7 @@ YT_API yt_status yt_silu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- isnan (ops.yaml:504) */
+/* ---- isnan (ops.yaml:650) */
 
 /* isnan(Tensor self) -> Tensor
  * True where an element is NaN.
@@ -1401,7 +1609,7 @@ YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isnan(yt_tensor *self);
 
-/* ---- isfinite (ops.yaml:513) */
+/* ---- isfinite (ops.yaml:659) */
 
 /* isfinite(Tensor self) -> Tensor
  * True where an element is neither infinite nor NaN (always true for integers and bool).
@@ -1409,7 +1617,144 @@ YT_API yt_tensor *yt_isnan(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isfinite(yt_tensor *self);
 
-/* ---- eq.Tensor (ops.yaml:524) */
+/* ---- gelu (ops.yaml:668) */
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu(yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_ex(yt_tensor *self, const char *approximate);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_(yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_ex_(yt_tensor *self, const char *approximate);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_out(yt_tensor *out, yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate);
+
+/* ---- gelu_backward (ops.yaml:682) */
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
+ * Uses the defaults approximate=none; yt_gelu_backward_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self);
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
+                                      const char *approximate);
+
+/* ---- gelu_double_backward (ops.yaml:698) */
+
+/* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
+ * Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in
+ * public ops (differentiable again).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output,
+                                          yt_tensor *self, const char *approximate);
+
+/* ---- nan_to_num (ops.yaml:706) */
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nan_to_num(yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf,
+                                   const double *neginf);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_(yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf,
+                                   const double *neginf);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_out(yt_tensor *out, yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan,
+                                      const double *posinf, const double *neginf);
+
+/* ---- eq.Tensor (ops.yaml:721) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -1424,7 +1769,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:534) */
+/* ---- eq.Scalar (ops.yaml:731) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -1439,7 +1784,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:543) */
+/* ---- lt.Tensor (ops.yaml:740) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -1454,7 +1799,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:553) */
+/* ---- lt.Scalar (ops.yaml:750) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -1469,7 +1814,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:562) */
+/* ---- gt.Tensor (ops.yaml:759) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -1484,7 +1829,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:572) */
+/* ---- gt.Scalar (ops.yaml:769) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -1499,7 +1844,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:581) */
+/* ---- where (ops.yaml:778) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -1515,7 +1860,7 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- ne.Tensor (ops.yaml:594) */
+/* ---- ne.Tensor (ops.yaml:791) */
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self != other` as a bool tensor.
@@ -1530,7 +1875,7 @@ YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ne.Scalar (ops.yaml:604) */
+/* ---- ne.Scalar (ops.yaml:801) */
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self != other` against a number, as a bool tensor.
@@ -1545,7 +1890,7 @@ YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- le.Tensor (ops.yaml:613) */
+/* ---- le.Tensor (ops.yaml:810) */
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self <= other` as a bool tensor.
@@ -1560,7 +1905,7 @@ YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- le.Scalar (ops.yaml:623) */
+/* ---- le.Scalar (ops.yaml:820) */
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self <= other` against a number, as a bool tensor.
@@ -1575,7 +1920,7 @@ YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- ge.Tensor (ops.yaml:632) */
+/* ---- ge.Tensor (ops.yaml:829) */
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self >= other` as a bool tensor.
@@ -1590,7 +1935,7 @@ YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ge.Scalar (ops.yaml:642) */
+/* ---- ge.Scalar (ops.yaml:839) */
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self >= other` against a number, as a bool tensor.
@@ -1605,7 +1950,7 @@ YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- logical_and (ops.yaml:651) */
+/* ---- logical_and (ops.yaml:848) */
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
  * True where both are nonzero, with broadcasting.
@@ -1620,7 +1965,7 @@ YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_or (ops.yaml:661) */
+/* ---- logical_or (ops.yaml:858) */
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
  * True where either is nonzero, with broadcasting.
@@ -1635,7 +1980,7 @@ YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_xor (ops.yaml:671) */
+/* ---- logical_xor (ops.yaml:868) */
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
  * True where exactly one is nonzero, with broadcasting.
@@ -1650,7 +1995,7 @@ YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_not (ops.yaml:681) */
+/* ---- logical_not (ops.yaml:878) */
 
 /* logical_not(Tensor self) -> Tensor
  * True where an element is zero.
@@ -1665,7 +2010,7 @@ YT_API yt_tensor *yt_logical_not(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- masked_fill.Scalar (ops.yaml:690) */
+/* ---- masked_fill.Scalar (ops.yaml:887) */
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
  * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
@@ -1682,7 +2027,7 @@ YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar val
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
-/* ---- masked_fill.Tensor (ops.yaml:703) */
+/* ---- masked_fill.Tensor (ops.yaml:900) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
  * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
@@ -1697,7 +2042,7 @@ YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_ten
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:721) */
+/* ---- sum (ops.yaml:918) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -1712,7 +2057,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:735) */
+/* ---- sum.dim (ops.yaml:932) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1744,7 +2089,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:750) */
+/* ---- mean (ops.yaml:947) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -1759,7 +2104,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:763) */
+/* ---- mean.dim (ops.yaml:960) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1791,7 +2136,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:776) */
+/* ---- amax (ops.yaml:973) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -1826,7 +2171,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:791) */
+/* ---- mm (ops.yaml:988) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -1843,7 +2188,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:812) */
+/* ---- matmul (ops.yaml:1009) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -1852,7 +2197,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:837) */
+/* ---- bmm (ops.yaml:1034) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -1869,7 +2214,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:860) */
+/* ---- addmm (ops.yaml:1057) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -1905,7 +2250,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:888) */
+/* ---- baddbmm (ops.yaml:1085) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -1942,7 +2287,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:920) */
+/* ---- dot (ops.yaml:1117) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -1950,7 +2295,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:939) */
+/* ---- outer (ops.yaml:1136) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -1958,7 +2303,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:982) */
+/* ---- t (ops.yaml:1179) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -1966,7 +2311,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:995) */
+/* ---- transpose (ops.yaml:1192) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -1974,7 +2319,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1006) */
+/* ---- permute (ops.yaml:1203) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -1983,7 +2328,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1019) */
+/* ---- view (ops.yaml:1216) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1992,7 +2337,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1029) */
+/* ---- reshape (ops.yaml:1226) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2000,7 +2345,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1039) */
+/* ---- expand (ops.yaml:1236) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2008,7 +2353,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1049) */
+/* ---- squeeze (ops.yaml:1246) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2016,7 +2361,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1058) */
+/* ---- squeeze.dim (ops.yaml:1255) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2024,7 +2369,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1069) */
+/* ---- unsqueeze (ops.yaml:1266) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2032,7 +2377,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1080) */
+/* ---- slice (ops.yaml:1277) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2050,7 +2395,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1094) */
+/* ---- select (ops.yaml:1291) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2058,7 +2403,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1105) */
+/* ---- contiguous (ops.yaml:1302) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2066,7 +2411,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:1131) */
+/* ---- zeros (ops.yaml:1328) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2081,7 +2426,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1139) */
+/* ---- ones (ops.yaml:1336) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2096,7 +2441,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1147) */
+/* ---- full (ops.yaml:1344) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -2112,7 +2457,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1155) */
+/* ---- zeros_like (ops.yaml:1352) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2120,7 +2465,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1162) */
+/* ---- arange (ops.yaml:1359) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -2136,7 +2481,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1170) */
+/* ---- rand (ops.yaml:1367) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -2151,7 +2496,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1181) */
+/* ---- randn (ops.yaml:1378) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -2166,7 +2511,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1194) */
+/* ---- sum_to (ops.yaml:1391) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2174,7 +2519,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1205) */
+/* ---- sum_backward (ops.yaml:1402) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2183,7 +2528,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1212) */
+/* ---- mean_backward (ops.yaml:1409) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2192,7 +2537,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1219) */
+/* ---- amax_backward (ops.yaml:1416) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2201,7 +2546,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1226) */
+/* ---- permute_backward (ops.yaml:1423) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2209,7 +2554,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1233) */
+/* ---- pow_backward (ops.yaml:1430) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2217,7 +2562,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1240) */
+/* ---- pow_backward_self (ops.yaml:1437) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2225,7 +2570,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1247) */
+/* ---- pow_backward_exponent (ops.yaml:1444) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2234,7 +2579,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1254) */
+/* ---- slice_backward (ops.yaml:1451) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2244,7 +2589,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1262) */
+/* ---- select_backward (ops.yaml:1459) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
