@@ -4,10 +4,11 @@ error-input case per declared check (plus the generic dtype, broadcast and dim c
 from __future__ import annotations
 
 from formula import c_default, c_default_none
-from model import DTYPE_SETS, DTYPES, Op
+from model import DTYPE_SETS, DTYPES, Op, SpecError
 from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
+MAX_INPUTS = 8  # YT_CASE_MAX_INPUTS in tests/unit/op_cases.h
 
 
 def _broadcast(shapes):
@@ -66,6 +67,7 @@ class CaseBuilder:
         self.cases = []
         self.errors = []
         self.counter = 0
+        self.pieces_helper = False
 
     def call_expr(self, op: Op, sample: dict, fn_name: str, out_first=False):
         """Lines declaring constants, and the call expression, for one sample."""
@@ -74,6 +76,17 @@ class CaseBuilder:
             args.append("out")
         ti = 0
         for a in op.schema.args:
+            if a.kind == "tensorlist":
+                elems = []
+                for x in sample.get(a.name) or []:
+                    elems.append("NULL" if x is None else f"inputs[{ti}]")
+                    ti += x is not None
+                if elems:
+                    decls.append(f"yt_tensor *const {a.name}[{len(elems)}] = {{{', '.join(elems)}}};")
+                    args += [a.name, str(len(elems))]
+                else:
+                    args += ["NULL", "0"]
+                continue
             if a.kind == "tensor":
                 if sample.get(a.name) is None:  # an optional tensor left out: None
                     args.append("NULL")
@@ -129,7 +142,17 @@ class CaseBuilder:
             if any(t not in sample and not op.schema.arg(t).optional for t in tensors):
                 continue
             present = _present(op, sample)
-            specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in present]
+            specs = _specs(op, sample)
+            if len(specs) > MAX_INPUTS:
+                raise SpecError(op.samples_loc, f"{op.schema.full_name}: sample {si} has {len(specs)} tensors; "
+                                f"the generated tests hold at most {MAX_INPUTS}")
+            if op.schema.returns_list:
+                self.add_list_case(lo, sample, si, specs, fn_full)
+                continue
+            if op.schema.multi:  # one case per result: gradcheck each in turn (the others get zero grads)
+                for k, r in enumerate(op.schema.results):
+                    self.add_multi_case(lo, sample, si, specs, k, fn_full)
+                continue
             call = self.new_fn(f"call_{op.c_name}")
             decls, expr = self.call_expr(op, sample, fn_full("function"))
             self.define(_case_fn(call, decls, [f"return {expr};"]))
@@ -167,16 +190,129 @@ class CaseBuilder:
             })
         self.add_errors(lo, fn_full("function"))
 
+    def multi_call(self, op, sample, fn, k):
+        """Lines calling a multi-result function and returning result k (the others released)."""
+        decls, expr = self.call_expr(op, sample, fn)
+        n = len(op.schema.results)
+        expr = expr[:-1] + (", " if expr[-2] != "(" else "") + ", ".join(f"&r[{i}]" for i in range(n)) + ")"
+        body = [f"yt_tensor *r[{n}];", f"if ({expr} != YT_OK)", "    return NULL;"]
+        body += [f"yt_release(r[{i}]);" for i in range(n) if i != k] + [f"return r[{k}];"]
+        return decls, body
+
+    def list_call(self, op, sample, fn):
+        """Lines calling a -> Tensor[] function and returning sum_i (i + 1) * sum(piece_i)."""
+        if not self.pieces_helper:
+            self.pieces_helper = True
+            self.define([
+                "/* -> Tensor[] cases: one tensor from the pieces, sum_i (i + 1) * sum(piece_i), so that every",
+                " * piece's gradient is checked (and told apart); NULL when the call failed. */",
+                "static yt_tensor *",
+                "weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)",
+                "{",
+                "    if (n < 0)",
+                "        return NULL;",
+                "    yt_tensor *total = yt_sum(first);",
+                "    yt_tensor *acc = yt_mul_scalar(total, yt_float(0.0));",
+                "    yt_release(total);",
+                "    for (int64_t i = 0; i < n; i++) {",
+                "        yt_tensor *sum = yt_sum(pieces[i]);",
+                "        yt_tensor *term = yt_mul_scalar(sum, yt_float((double)(i + 1)));",
+                "        yt_tensor *next = yt_add(acc, term);",
+                "        yt_release(sum);",
+                "        yt_release(term);",
+                "        yt_release(acc);",
+                "        yt_release(pieces[i]);",
+                "        acc = next;",
+                "    }",
+                "    return acc;",
+                "}"])
+        decls, expr = self.call_expr(op, sample, fn)
+        counting = expr[:-1] + ", NULL, 0)"
+        expr = expr[:-1] + ", pieces, 64)"
+        body = ["yt_tensor *pieces[64];",
+                f"if ({counting} > 64)",
+                "    return NULL; /* more pieces than the test holds */",
+                f"return weighted_pieces({expr}, pieces, inputs[0]);"]
+        return decls, body
+
+    def add_list_case(self, lo, sample, si, specs, fn_full):
+        op = lo.op
+        call = self.new_fn(f"call_{op.c_name}")
+        decls, body = self.list_call(op, sample, fn_full("function"))
+        self.define(_case_fn(call, decls, body))
+        where = f"{op.samples_loc} sample {si}"
+        torch = torch_case(len(self.cases), op, sample, where)
+        torch["expr"] = f"sum((i + 1) * p.sum() for i, p in enumerate({torch['expr']}))"
+        self.cases.append({
+            "torch": torch, "op": op.schema.full_name, "where": where, "inputs": specs,
+            "call": call, "inplace": "NULL", "out": "NULL", "differentiable": "true",
+            "domain": f'"{op.domain}"' if op.domain else "NULL",
+        })
+        # a too-small out_capacity (0 with a non-NULL out) is refused
+        err = self.new_fn(f"error_{op.c_name}")
+        d2, e2 = self.call_expr(op, sample, fn_full("function"))
+        self.define(_case_fn(err, d2, [
+            "yt_tensor *pieces[1];",
+            f"int64_t n = {e2[:-1]}, pieces, 0);",
+            "return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */"]))
+        self.errors.append({"op": op.schema.full_name, "what": f"{op.loc}: out_capacity below the count",
+                            "inputs": specs, "call": err, "code": "YT_ERR_VALUE", "prefix": f"{op.schema.name}: "})
+
+    def add_multi_case(self, lo, sample, si, specs, k, fn_full):
+        op = lo.op
+        r = op.schema.results[k]
+        call = self.new_fn(f"call_{op.c_name}_{r}")
+        decls, body = self.multi_call(op, sample, fn_full("function"), k)
+        self.define(_case_fn(call, decls, body))
+        out = "NULL"
+        if "out" in op.variants:  # the out= variant into zeros like every function result
+            out = self.new_fn(f"out_{op.c_name}_{r}")
+            n = len(op.schema.results)
+            d1, e1 = self.call_expr(op, sample, fn_full("function"))
+            d3, e3 = self.call_expr(op, sample, fn_full("out"))
+            e1 = e1[:-1] + ", " + ", ".join(f"&ref[{i}]" for i in range(n)) + ")"
+            e3 = e3.replace("(", "(" + ", ".join(f"o[{i}]" for i in range(n)) + ", ", 1)
+            self.define(_case_fn(out, sorted(set(d1 + d3)), [
+                f"yt_tensor *ref[{n}], *o[{n}] = {{NULL}};",
+                f"if ({e1} != YT_OK)",
+                "    return NULL;",
+                f"for (int i = 0; i < {n}; i++) {{",
+                "    o[i] = yt_zeros_like(ref[i]);",
+                "    yt_release(ref[i]);",
+                "}",
+                f"yt_status st = {' || '.join(f'o[{i}] == NULL' for i in range(n))} ? yt_errcode() : {e3};",
+                f"for (int i = 0; i < {n}; i++)",
+                f"    if (i != {k} || st != YT_OK)",
+                "        yt_release(o[i]);",
+                f"return st == YT_OK ? o[{k}] : NULL;"]))
+        where = f"{op.samples_loc} sample {si} result {r}"
+        torch = torch_case(len(self.cases), op, sample, where)
+        torch["expr"] = f"({torch['expr']})[{k}]"  # PyTorch returns the results as a tuple
+        self.cases.append({
+            "torch": torch,
+            "op": op.schema.full_name, "where": where, "inputs": specs,
+            "call": call, "inplace": "NULL", "out": out,
+            "differentiable": "true" if lo.differentiable and r in lo.diff_results else "false",
+            "domain": f'"{op.domain}"' if op.domain else "NULL",
+        })
+
     def add_error(self, op, sample, what, code, fn):
         tensors = [a.name for a in op.schema.tensor_args]
         sample = {k: ({"shape": v} if op.schema.arg(k).kind == "tensor" and isinstance(v, list) else v)
                   for k, v in sample.items()}
         if any(t not in sample and not op.schema.arg(t).optional for t in tensors):
             return
-        specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in _present(op, sample)]
+        specs = _specs(op, sample)
         call = self.new_fn(f"error_{op.c_name}")
-        decls, expr = self.call_expr(op, sample, fn)
-        self.define(_case_fn(call, decls, [f"return {expr};"]))
+        if op.schema.multi:
+            decls, body = self.multi_call(op, sample, fn, 0)
+            self.define(_case_fn(call, decls, body))
+        elif op.schema.returns_list:
+            decls, body = self.list_call(op, sample, fn)
+            self.define(_case_fn(call, decls, body))
+        else:
+            decls, expr = self.call_expr(op, sample, fn)
+            self.define(_case_fn(call, decls, [f"return {expr};"]))
         self.errors.append({"op": op.schema.full_name, "what": what, "inputs": specs, "call": call,
                             "code": code, "prefix": f"{op.schema.name}: "})
 
@@ -195,6 +331,13 @@ class CaseBuilder:
         for t, dset in op.dtypes.items():
             if dset != DTYPE_SETS["all"] and base.get(t) is not None:
                 bad = next(d for d in ["bool", "i64", "f64"] if d not in dset)
+                if isinstance(base[t], list):  # a Tensor[]: its last element
+                    if not base[t] or base[t][-1] is None:
+                        continue
+                    spec = list(base[t])
+                    spec[-1] = dict(spec[-1], dtype=bad)
+                    self.add_error(op, dict(base, **{t: spec}), f"{op.loc}: dtype of {t}", "YT_ERR_DTYPE", fn)
+                    break
                 spec = dict(base[t])
                 spec["dtype"] = bad
                 self.add_error(op, dict(base, **{t: spec}), f"{op.loc}: dtype of {t}", "YT_ERR_DTYPE", fn)
@@ -218,6 +361,17 @@ def _scalar_c(v) -> str:
 def _present(op: Op, sample: dict) -> list:
     """Tensor arguments the sample gives (an optional one may be None)."""
     return [a.name for a in op.schema.tensor_args if sample.get(a.name) is not None]
+
+
+def _specs(op: Op, sample: dict) -> list:
+    """The case's input tensors in C order: tensors the sample gives, Tensor[] elements in turn."""
+    out = []
+    for a in op.schema.args:
+        if a.kind == "tensor" and sample.get(a.name) is not None:
+            out.append(_tensor_spec(a.name, sample[a.name], a.optional))
+        elif a.kind == "tensorlist":
+            out += [_tensor_spec(a.name, x, False) for x in sample.get(a.name) or [] if x is not None]
+    return out
 
 
 def _case_fn(name, decls, body, uses_ctx=False):

@@ -48,10 +48,11 @@ class Value:
 @dataclass
 class CompiledFormula:
     input: str
-    index: int  # edge index (position among tensor arguments)
+    index: int  # edge index (position among tensor arguments; a Tensor[]'s first element)
     source: str
     loc: object
     c_lines: list
+    cond: str = ""  # C condition: the node needs this gradient
 
 
 class _Compiler:
@@ -85,6 +86,8 @@ class _Compiler:
         except SyntaxError as e:
             where = f"column {e.offset}" if e.offset else "the end"  # Python gives 0 for an early end
             self.fail(f"syntax error at {where}: {e.msg}")
+        if self.op.schema.arg(self.formula.input).kind == "tensorlist":
+            return self.compile_list(tree.body)
         target = f"out[{self.out_index}]"
         value = self.expr(tree.body, final=True)
         if value.kind != "tensor":
@@ -96,26 +99,81 @@ class _Compiler:
         for t in reversed(self.temps):
             self.lines.append(f"yt_release({t});")
         for u in reversed(self.unpacked):
-            self.lines.append(f"yt_release({u});")
+            self.lines.append(self.release_of(u))
         self.lines.append(f"if ({target} == NULL)")
         self.lines.append("    return yt__last_status();")
         return self.lines
 
+    def compile_list(self, body) -> list[str]:
+        """The gradients of a Tensor[] argument: a call to an op returning Tensor[], one per element,
+        written straight into the node's outputs."""
+        name = self.formula.input
+        if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name)):
+            self.fail("the gradient of a Tensor[] is a call to an op returning Tensor[] (one per element)")
+        candidates = [op for op in self.registry.values() if op.schema.name == body.func.id and op.schema.returns_list]
+        if not candidates:
+            self.fail(f"'{body.func.id}' is not an op returning Tensor[]")
+        args = [self.expr(a) for a in body.args]
+        kwargs = {k.arg: self.expr(k.value) for k in body.keywords}
+        errors = []
+        for op in candidates:
+            try:
+                c_args = self.bind(op, args, kwargs)
+            except _NoMatch as e:
+                errors.append(f"{op.schema.full_name}: {e}")
+                continue
+            fn = f"yt_{op.c_name}_ex" if any(a.has_default for a in op.schema.args) else f"yt_{op.c_name}"
+            n = f"node->{name}_len"
+            self.lines.append(f"int64_t n_grads = {fn}({', '.join(c_args)}, out + {self.out_index}, {n});")
+            for t in reversed(self.temps):
+                self.lines.append(f"yt_release({t});")
+            for u in reversed(self.unpacked):
+                self.lines.append(self.release_of(u))
+            self.lines.append(f"if (n_grads != {n})")
+            self.lines.append(f'    return n_grads < 0 ? yt__last_status() : yt__fail_status(YT_ERR_INTERNAL, '
+                              f'"{self.op.schema.name}: the formula for {name} gave %lld gradients for %d tensors", '
+                              f"(long long)n_grads, {n});")
+            return self.lines
+        self.fail(f"no overload of '{body.func.id}' accepts these arguments ({'; '.join(errors)})")
+
+    def release_of(self, u: str) -> str:
+        a = self.op.schema.arg(u)
+        if a is not None and a.kind == "tensorlist":
+            return f"yt__release_list({u}, node->{u}_len);"
+        return f"yt_release({u});"
+
     def name(self, ident: str) -> Value:
+        results = self.op.schema.results
         if ident == "grad":
+            if self.op.schema.multi:
+                self.fail(f"'grad' is ambiguous with several results; use {', '.join('grad_' + r for r in results)}")
             return Value("tensor", "grads[0]")
-        if ident == "result":
-            self.save("result", "yt_saved", "result")
-            return self.unpack("result")
+        if ident.startswith("grad_") and ident[5:] in results and self.op.schema.multi:
+            diff = self.op.differentiable_results()
+            if ident[5:] not in diff:
+                self.fail(f"result '{ident[5:]}' is not differentiable (output_differentiability), so there is "
+                          f"no {ident}")
+            return Value("tensor", f"grads[{diff.index(ident[5:])}]")
+        if ident in results:
+            self.save(ident, "yt_saved", ident)
+            return self.unpack(ident)
         if ident in ("True", "False"):
             return Value("bool_lit", "true" if ident == "True" else "false")
         a = self.op.schema.arg(ident)
         if a is None:
+            also = ", ".join(f"grad_{r}, {r}" for r in results) if self.op.schema.multi else "grad, result"
             self.fail(f"unknown name '{ident}' (arguments: {', '.join(x.name for x in self.op.schema.args)}; "
-                      "also grad, result)")
+                      f"also {also})")
         if a.kind == "tensor":
             self.save(ident, "yt_saved", ident)
             return self.unpack(ident, a.optional)
+        if a.kind == "tensorlist":  # kept element by element; unpacked into an array
+            self.save(ident, "yt_saved_list", ident)
+            if ident not in self.unpacked:
+                self.lines.append(f'yt_tensor **{ident} = yt__saved_list_unpack(node->{ident}, node->{ident}_len, '
+                                  f'&node->base, "{ident}");')
+                self.unpacked.append(ident)
+            return Value("tensorlist", f"{ident}, node->{ident}_len")
         if a.kind == "generator":
             self.fail(f"'{ident}' is a Generator; formulas cannot use it")
         c_type = {"scalar": "yt_scalar", "int": "int64_t", "intlist": "yt_int_list", "bool": "bool",
@@ -140,7 +198,7 @@ class _Compiler:
             self.fail("attributes can only be read from arguments (like self.shape)")
         base = node.value.id
         a = self.op.schema.arg(base)
-        if base != "result" and (a is None or a.kind != "tensor"):
+        if base not in self.op.schema.results and (a is None or a.kind != "tensor"):
             self.fail(f"'{base}.{node.attr}': '{base}' is not a tensor argument")
         if node.attr not in _ATTRS:
             self.fail(f"unknown attribute '.{node.attr}' (known: {', '.join(_ATTRS)})")
@@ -247,6 +305,9 @@ class _Compiler:
         return c_args
 
     def emit_call(self, op: Op, args, kwargs, final) -> Value:
+        if op.schema.multi or op.schema.returns_list:
+            self.fail(f"{op.schema.full_name} returns several tensors; formulas call single-result ops "
+                      "(a Tensor[] argument's formula may call an op returning Tensor[])")
         try:
             c_args = self.bind(op, args, kwargs)
         except _NoMatch as e:
@@ -271,6 +332,8 @@ def convert(v: Value, p) -> str:
     if v.kind == "none" and p.optional:
         return c_default_none(p)
     if k == "tensor" and v.kind == "tensor":
+        return v.c
+    if k == "tensorlist" and v.kind == "tensorlist":
         return v.c
     if p.by_pointer:
         if v.kind == k + "?":
@@ -312,7 +375,7 @@ def c_default(p) -> str:
     """C expression(s) for an argument's schema default."""
     d = p.default
     if p.kind == "intlist":
-        return "NULL, 0"
+        return "NULL, 0"  # (a Tensor[] has no default)
     if d is None:
         return {"int": "YT_NONE", "dtype": "YT_DTYPE_NONE", "device": "YT_DEVICE_NONE"}.get(p.kind, "NULL")
     if p.kind == "str":
@@ -334,7 +397,12 @@ def compile_derivative(op: Op, registry: dict):
     tensor_index = {a.name: i for i, a in enumerate(op.schema.tensor_args)}
     compiled = []
     for f in op.derivative.formulas:
-        idx = tensor_index[f.input]
+        if f.input in tensor_index:
+            idx = tensor_index[f.input]
+            cond = f"node->base.needs_grad[{idx}]"
+        else:  # a Tensor[]: its elements follow the plain tensors
+            idx = len(tensor_index)
+            cond = f"yt__needs_any_grad(&node->base, {idx}, node->{f.input}_len)"
         lines = _Compiler(op, f, registry, saved, idx).compile()
-        compiled.append(CompiledFormula(f.input, idx, f.source, f.loc, lines))
+        compiled.append(CompiledFormula(f.input, idx, f.source, f.loc, lines, cond))
     return compiled, list(saved.values())

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
-from model import DTYPE_SETS, DTYPES, VARIANT_SUFFIX, Op, SpecError
+from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
 from pointwise import DTYPE_C, NoForm, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
@@ -50,6 +50,7 @@ def c_params_of_arg(a) -> list[str]:
         "dtype": [f"yt_dtype {a.name}"],
         "device": [f"yt_device {a.name}"],
         "str": [f"const char *{a.name}"],
+        "tensorlist": [f"yt_tensor *const *{a.name}", f"int {a.name}_len"],
         "generator": [f"yt_generator *{a.name}"],
     }[a.kind]
 
@@ -61,7 +62,7 @@ def c_args(op: Op) -> list[str]:
     """Argument names, in C parameter order (int[] expands to name, name_len)."""
     out = []
     for a in op.schema.args:
-        out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+        out += [a.name, f"{a.name}_len"] if a.kind in LIST_KINDS else [a.name]
     return out
 
 
@@ -72,7 +73,7 @@ def c_args_short(op: Op) -> list[str]:
         if a.has_default:
             out.append(c_default(a))
         else:
-            out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+            out += [a.name, f"{a.name}_len"] if a.kind in LIST_KINDS else [a.name]
     return out
 
 
@@ -115,7 +116,8 @@ class Body:
     def ret_fail(self, fail: str, code: str, fmt: str, args=(), indent: int = 2):
         """`return fail(code, "fmt", args...);` on one line; clang-format wraps it."""
         parts = [code, f'"{fmt}"'] + list(args)
-        self.lines.append("    " * indent + f"return {fail}({', '.join(parts)});")
+        close = ")" * fail.count("(")  # a wrapped call: yt__count_error(yt__fail_status(...))
+        self.lines.append("    " * indent + f"return {fail}({', '.join(parts)}){close};")
 
 
 # ---------------------------------------------------------------- checks (ops.yaml `checks:`)
@@ -188,8 +190,8 @@ class CheckCompiler:
             return self.term(f"{a.name}.size({i})", c, "%lld", f"(long long){c}")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
             a = s.arg(n.args[0].id) if n.args and isinstance(n.args[0], ast.Name) else None
-            if a is None or a.kind != "intlist":
-                self.fail("len() takes an int[] argument")
+            if a is None or a.kind not in LIST_KINDS:
+                self.fail("len() takes an int[] or Tensor[] argument")
             return self.term(f"len({a.name})", f"{a.name}_len", "%d", f"{a.name}_len")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "is_floating":
             if len(n.args) != 1 or n.keywords:
@@ -259,6 +261,13 @@ class OpLowering:
         d = op.derivative
         self.differentiable = d is not None and not d.not_differentiable and bool(d.formulas)
         self.grad_inputs = [f.input for f in d.formulas] if self.differentiable else []
+        self.grad_lists = [t for t in self.grad_inputs if self.s.arg(t).kind == "tensorlist"]
+        if len(self.grad_lists) > 1:
+            raise SpecError(d.loc, f"{self.s.full_name}: at most one Tensor[] argument may have a formula")
+        self.results = list(self.s.results)
+        self.diff_results = op.differentiable_results() if self.differentiable else []
+        if self.differentiable and not self.diff_results:
+            raise SpecError(d.loc, f"{self.s.full_name}: formulas given, but no result is differentiable")
         self.compiled = None
         self.saved = []
         if self.differentiable:
@@ -291,7 +300,10 @@ class OpLowering:
     @property
     def first_tensor(self):
         """The tensor argument whose device (and, by default, dtype and shape) the result takes."""
-        return next((t for t in self.tensors if not self.s.arg(t).optional), None)
+        plain = next((t for t in self.tensors if not self.s.arg(t).optional), None)
+        if plain is None and self.s.list_args and not self.s.list_args[0].elem_optional:
+            return f"{self.s.list_args[0].name}[0]"  # checked non-empty by the prologue
+        return plain
 
     def choice_lines(self, b: Body, a, name: str, fail: str):
         """Validates a str argument against its choices; the argument then points at the static
@@ -322,13 +334,28 @@ class OpLowering:
         fail = "yt__fail_status" if status else "yt__fail"
         ret_null = "return yt__null_status" if status else "return yt__null_arg"
         bail = "return yt_errcode();" if status else "return NULL;"
+        if status == "count":  # -> Tensor[]: -1 on error
+            fail, ret_null, bail = "yt__count_error(yt__fail_status", "return yt__count_error(yt__null_status", \
+                "return -1;"
         self.fail, self.bail = fail, bail
-        tensor_names = (["out"] if variant == "out" else []) + self.tensors
+        outs = (self.results if s.multi else ["out"]) if variant == "out" else []
+        tensor_names = outs + self.tensors
         for t in tensor_names:
-            if t != "out" and s.arg(t).optional:
+            if s.arg(t) is not None and s.arg(t).optional:
                 continue  # NULL is None
             b(f"if ({t} == NULL)")
-            b(f'    {ret_null}("{name}", "{t}"); /* keeps an earlier error */')
+            b(f'    {ret_null}("{name}", "{t}"){")" * ret_null.count("(")}; /* keeps an earlier error */')
+        for a in s.list_args:
+            b(f"if ({a.name}_len < 0 || ({a.name} == NULL && {a.name}_len > 0))")
+            b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has %d entries (expected >= 0, non-NULL when > 0)",
+                       [f"{a.name}_len"])
+            if self.first_tensor == f"{a.name}[0]":
+                b(f"if ({a.name}_len == 0)")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: expected a non-empty list of tensors in {a.name}")
+            if not a.elem_optional:
+                b(f"for (int i = 0; i < {a.name}_len; i++)")
+                b(f"    if ({a.name}[i] == NULL)")
+                b(f'        {ret_null}("{name}", "{a.name}"){")" * ret_null.count("(")}; /* keeps an earlier error */')
         for a in s.args:
             if a.kind == "scalar" and a.optional:
                 b(f"if ({a.name} != NULL && (unsigned){a.name}->kind > YT_SCALAR_FLOAT)")
@@ -348,21 +375,47 @@ class OpLowering:
                 cmp = "<" if a.optional else "<"
                 b(f"if ({a.name} {cmp} {low} || {a.name} >= {enum}_COUNT)")
                 b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name}=%d is not a valid {a.kind}", [f"(int){a.name}"])
+        first = self.first_tensor
+        for a in s.list_args:  # every element: dtype set, device, same_dtype
+            x = f"{a.name}[i]"
+            b(f"for (int i = 0; i < {a.name}_len; i++) {{")
+            if a.elem_optional:
+                b(f"    if ({x} == NULL)")
+                b("        continue; /* None */")
+            dset = op.dtypes[a.name]
+            if dset != DTYPE_SETS["all"]:
+                b(f"    if (!(YT_DTYPE_BIT({x}->dtype) & {dtype_mask_name(dset)}))")
+                b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {a.name}[%d] has dtype %s, expected {', '.join(dset)}",
+                           ["i", f"yt_dtype_name({x}->dtype)"], indent=3)
+            if first is not None and first != f"{a.name}[0]":
+                b(f"    if ({x}->device != {first}->device)")
+                b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {a.name}[%d] is on %s but {first} is on %s",
+                           ["i", f"yt_device_name({x}->device)", f"yt_device_name({first}->device)"], indent=3)
+            elif first is not None:
+                b(f"    if ({x}->device != {first}->device)")
+                b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {a.name}[%d] is on %s but {a.name}[0] is on %s",
+                           ["i", f"yt_device_name({x}->device)", f"yt_device_name({first}->device)"], indent=3)
+            if a.name in op.same_dtype:
+                ref = next((t for t in op.same_dtype if s.arg(t).kind == "tensor" and not s.arg(t).optional),
+                           f"{a.name}[0]")
+                b(f"    if ({x}->dtype != {ref}->dtype)")
+                b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {a.name}[%d] has dtype %s but {ref} has dtype %s",
+                           ["i", f"yt_dtype_name({x}->dtype)", f"yt_dtype_name({ref}->dtype)"], indent=3)
+            b("}")
         for t, dset in op.dtypes.items():
-            if dset == DTYPE_SETS["all"]:
+            if dset == DTYPE_SETS["all"] or s.arg(t).kind == "tensorlist":
                 continue
             b(f"if ({self.given(t)}!(YT_DTYPE_BIT({t}->dtype) & {dtype_mask_name(dset)}))")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s, expected {', '.join(dset)}",
                        [f"yt_dtype_name({t}->dtype)"])
-        first = self.first_tensor
         for t in tensor_names:
             if t != first:
                 b(f"if ({self.given(t)}{t}->device != {first}->device)")
                 b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {t} is on %s but {first} is on %s",
                            [f"yt_device_name({t}->device)", f"yt_device_name({first}->device)"])
-        f0 = next((t for t in op.same_dtype if not s.arg(t).optional), None)
+        f0 = next((t for t in op.same_dtype if s.arg(t).kind == "tensor" and not s.arg(t).optional), None)
         for t in op.same_dtype:
-            if t == f0:
+            if t == f0 or s.arg(t).kind == "tensorlist":
                 continue
             b(f"if ({self.given(t)}{t}->dtype != {f0}->dtype)")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s but {f0} has dtype %s",
@@ -386,7 +439,14 @@ class OpLowering:
         op = self.op
         tensors_p = [n for n in op.promote if self.s.arg(n).kind == "tensor"]
         scalars_p = [n for n in op.promote if self.s.arg(n).kind == "scalar"]
-        if op.promote:
+        lists_p = [n for n in op.promote if self.s.arg(n).kind == "tensorlist"]
+        if lists_p:
+            sc = ", ".join(scalars_p)
+            if scalars_p:
+                b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{sc}}};")
+            b(f"yt_dtype compute_dtype = yt__result_type({lists_p[0]}_len, {lists_p[0]}, {len(scalars_p)}, "
+              f"{'promote_scalars' if scalars_p else 'NULL'});")
+        elif op.promote:
             if len(tensors_p) == 1 and not scalars_p:
                 b(f"yt_dtype compute_dtype = {tensors_p[0]}->dtype;")
             else:
@@ -406,11 +466,16 @@ class OpLowering:
                     b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
                 b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {n_scalars}, "
                   f"{'promote_scalars' if scalars_p else 'NULL'});")
-        elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise"):
+        elif self.first_tensor and (op.result_dtype in (None, "floating") or op.impl == "pointwise" or self.s.multi):
             b(f"yt_dtype compute_dtype = {self.first_tensor}->dtype;")
+        if self.s.multi:
+            for r in self.s.results:
+                rule = op.result_dtype.get(r) if isinstance(op.result_dtype, dict) else op.result_dtype
+                b(f"yt_dtype {r}_dtype = {self.dtype_rule(rule)};")
+            return
         rd = op.result_dtype
         if rd is None:
-            if self.tensors or op.promote:
+            if self.first_tensor or op.promote:
                 b("yt_dtype result_dtype = compute_dtype;")
             else:
                 raise SpecError(op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
@@ -427,35 +492,64 @@ class OpLowering:
             if op.impl == "pointwise":  # the loops compute in the dtype the rule gives
                 b("compute_dtype = result_dtype;")
 
+    def dtype_rule(self, rule) -> str:
+        """C expression of one result's dtype (results of multi-result ops)."""
+        if rule is None:
+            if not self.first_tensor and not self.op.promote:
+                raise SpecError(self.op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
+            return "compute_dtype"
+        if rule == "floating":
+            return "yt__to_floating(compute_dtype)"
+        if rule in DTYPES:
+            return C_DTYPE[rule]
+        if self.s.arg(rule) is not None:
+            return rule
+        fn, args = _split_call(rule)
+        return f"{fn}({', '.join(self.expand_call_args(args))})"
+
     def expand_call_args(self, args):
         out = []
         for x in args:
             a = self.s.arg(x)
-            out += [x, f"{x}_len"] if a.kind == "intlist" else [x]
+            out += [x, f"{x}_len"] if a.kind in LIST_KINDS else [x]
         return out
 
     def shape_lines(self, b: Body, variant: str):
+        if not self.s.multi:
+            self.one_shape(b, variant, "result_shape", self.op.shape)
+            return
+        default_var = None  # results without their own rule share one computed shape
+        for r in self.s.results:
+            rule = self.op.shape.get(r) if isinstance(self.op.shape, dict) else self.op.shape
+            if (rule is None or not isinstance(self.op.shape, dict)) and default_var is not None:
+                b(f"yt_shape {r}_shape = {default_var};")
+                continue
+            self.one_shape(b, variant, f"{r}_shape", rule)
+            if rule is None or not isinstance(self.op.shape, dict):
+                default_var = f"{r}_shape"
+
+    def one_shape(self, b: Body, variant: str, var: str, rule):
         op, name = self.op, self.msg_name(variant)
-        b("yt_shape result_shape;")
-        if op.broadcast:
+        b(f"yt_shape {var};")
+        if op.broadcast and (rule is None or not self.s.multi):
             n = len(op.broadcast)
             b(f"yt_tensor *const broadcast_tensors[{n}] = {{{', '.join(op.broadcast)}}};")
             b(f"static const char *const broadcast_names[{n}] = {{{', '.join(chr(34) + x + chr(34) for x in op.broadcast)}}};")
-            b(f'if (yt__broadcast_shapes(&result_shape, "{name}", {n}, broadcast_tensors, broadcast_names) != YT_OK)')
+            b(f'if (yt__broadcast_shapes(&{var}, "{name}", {n}, broadcast_tensors, broadcast_names) != YT_OK)')
             b(f"    {self.bail}")
-        elif isinstance(op.shape, list):
-            b(f"result_shape.dim = {len(op.shape)};")
-            for i, e in enumerate(op.shape):
-                b(f"result_shape.sizes[{i}] = {self.shape_expr(e)};")
-        elif isinstance(op.shape, str) and self.s.arg(op.shape) is not None:
-            b(f'if (yt__shape_from_sizes(&result_shape, "{name}", "{op.shape}", {op.shape}, {op.shape}_len) != YT_OK)')
+        elif isinstance(rule, list):
+            b(f"{var}.dim = {len(rule)};")
+            for i, e in enumerate(rule):
+                b(f"{var}.sizes[{i}] = {self.shape_expr(e)};")
+        elif isinstance(rule, str) and self.s.arg(rule) is not None:
+            b(f'if (yt__shape_from_sizes(&{var}, "{name}", "{rule}", {rule}, {rule}_len) != YT_OK)')
             b(f"    {self.bail}")
-        elif isinstance(op.shape, str):
-            fn, args = _split_call(op.shape)
-            b(f'if ({fn}(&result_shape, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
+        elif isinstance(rule, str):
+            fn, args = _split_call(rule)
+            b(f'if ({fn}(&{var}, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
             b(f"    {self.bail}")
         else:
-            b(f"yt__shape_of(&result_shape, {self.first_tensor});")
+            b(f"yt__shape_of(&{var}, {self.first_tensor});")
 
     def shape_expr(self, e: str) -> str:
         m = re.match(r"^([a-z_][a-z0-9_]*)\.size\((-?\d+)\)$", e)
@@ -475,7 +569,7 @@ class OpLowering:
             b.ret_fail(self.fail, f'YT_ERR_{"VALUE" if _is_value_check(c.expr) else "SHAPE"}', fmt, args)
 
     def device_lines(self, b: Body):
-        if self.tensors:
+        if self.first_tensor:
             b(f"yt_device result_device = {self.first_tensor}->device;")
         else:
             b("yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;")
@@ -487,14 +581,16 @@ class OpLowering:
                    ["yt_device_name(result_device)"])
 
     def recording_line(self, b: Body, extra=()):
-        ins = self.grad_inputs
-        if not ins:
+        if not self.grad_inputs:
             return False
+        ins = [t for t in self.grad_inputs if self.s.arg(t).kind == "tensor"]
+        terms = [f"yt__any_requires_grad({t}_len, {t})" for t in self.grad_inputs if self.s.arg(t).kind != "tensor"]
         if len(ins) == 1:
-            b(f"bool recording = yt__any_requires_grad(1, &{ins[0]});")
-        else:
+            terms.insert(0, f"yt__any_requires_grad(1, &{ins[0]})")
+        elif ins:
             b(f"yt_tensor *const grad_inputs[{len(ins)}] = {{{', '.join(ins)}}};")
-            b(f"bool recording = yt__any_requires_grad({len(ins)}, grad_inputs);")
+            terms.insert(0, f"yt__any_requires_grad({len(ins)}, grad_inputs)")
+        b(f"bool recording = {' || '.join(terms)};")
         return True
 
     def casts(self, b: Body):
@@ -516,12 +612,12 @@ class OpLowering:
             b("}")
         return casted
 
-    def kernel_call_args(self, target: str, casted) -> str:
-        out = [target]
+    def kernel_call_args(self, target, casted) -> str:
+        out = list(target) if isinstance(target, (list, tuple)) else [target]
         for a in self.s.args:
             if a.kind == "tensor":
                 out.append(f"{a.name}_k" if a.name in casted else a.name)
-            elif a.kind == "intlist":
+            elif a.kind in LIST_KINDS:
                 out += [a.name, f"{a.name}_len"]
             else:
                 out.append(a.name)
@@ -532,10 +628,18 @@ class OpLowering:
         text = "\n".join(self.record_lines())
         return [a for a in self.s.args if re.search(rf"(?<![\w.>]){a.name}\b", text)]
 
-    def record_call(self, result: str, self_value: str = "self") -> str:
-        args = [result]
+    def record_results(self) -> list:
+        """Results the record function takes: the differentiable ones and those the formulas save."""
+        saved = {sv.source for sv in self.saved}
+        return [r for r in self.results if r in self.diff_results or r in saved]
+
+    def record_call(self, result, self_value: str = "self") -> str:
+        if isinstance(result, (list, tuple)):  # new_<result> locals of a multi-result function
+            keep = self.record_results()
+            result = [x for x, r in zip(result, self.results) if r in keep]
+        args = list(result) if isinstance(result, (list, tuple)) else [result]
         for a in self.record_args():
-            if a.kind == "intlist":
+            if a.kind in LIST_KINDS:
                 args += [a.name, f"{a.name}_len"]
             elif a.name == "self":
                 args.append(self_value)
@@ -588,6 +692,115 @@ class OpLowering:
             b("    return NULL;")
             b("}")
         b("return yt__scope_track(result);")
+        return b.lines
+
+    def body_multi(self) -> list:
+        """Several results: outputs through pointers, yt_status returned; on error every output is NULL."""
+        op = self.op
+        b = Body()
+        rs = self.results
+        name = self.msg_name("function")
+        b(f"if ({' || '.join(f'{r} == NULL' for r in rs)})")
+        b.ret_fail("yt__fail_status", "YT_ERR_VALUE",
+                   f"{name}: {' and '.join(rs)} must be non-NULL pointers to receive the results")
+        for r in rs:
+            b(f"*{r} = NULL;")
+        self.prologue(b, "function", True)
+        if op.impl == "composite":
+            self.checks(b, "function")
+            b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
+            b(f"yt_status status = {op.impl_fn}({', '.join(c_args(op) + rs)});")
+            b("yt__scope_resume();")
+            b("if (status != YT_OK) {")
+            for r in rs:
+                b(f"    yt_release(*{r});", 1)
+                b(f"    *{r} = NULL;", 1)
+            b("    return status;")
+            b("}")
+            for r in rs:
+                b(f"yt__scope_track(*{r});")
+            b("return YT_OK;")
+            return b.lines
+        if op.impl == "view":
+            raise SpecError(op.loc, f"{self.s.full_name}: view ops have a single result")
+        self.dtype_lines(b)
+        self.checks(b, "function")
+        self.shape_lines(b, "function")
+        self.device_lines(b)
+        self.kernel_lookup(b, "function")
+        rec = self.recording_line(b)
+        news = [f"new_{r}" for r in rs]
+        for i, (r, n) in enumerate(zip(rs, news)):
+            alloc = f"yt__empty(&{r}_shape, {r}_dtype, result_device)"
+            b(f"yt_tensor *{n} = " + (alloc if i == 0 else f"{news[i - 1]} == NULL ? NULL : {alloc}") + ";")
+        b(f"yt_status status = {news[-1]} == NULL ? yt_errcode() : kernel({self.kernel_call_args(news, [])});")
+        if rec:
+            b(f"if (status == YT_OK && recording)")
+            b(f"    status = {self.record_call(news)};")
+        b("if (status != YT_OK) {")
+        for n in news:
+            b(f"    yt_release({n});")
+        b("    return status;")
+        b("}")
+        for r, n in zip(rs, news):
+            b(f"*{r} = yt__scope_track({n});")
+        b("return YT_OK;")
+        return b.lines
+
+    def body_list(self) -> list:
+        """-> Tensor[] (composite only): fills out[0 .. count) and returns the count, or -1."""
+        op = self.op
+        b = Body()
+        name = self.msg_name("function")
+        b("if (out_capacity < 0 || (out == NULL && out_capacity != 0))")
+        b.ret_fail("yt__count_error(yt__fail_status", "YT_ERR_VALUE",
+                   f"{name}: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+                   ["(long long)out_capacity"])
+        self.prologue(b, "function", "count")
+        self.checks(b, "function")
+        b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
+        b(f"int64_t count = {op.impl_fn}({', '.join(c_args(op) + ['out', 'out_capacity'])});")
+        b("yt__scope_resume();")
+        b("for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)")
+        b("    yt__scope_track(out[i]);")
+        b("return count;")
+        return b.lines
+
+    def body_multi_out(self) -> list:
+        b = Body()
+        rs = self.results
+        self.prologue(b, "out", True)
+        self.dtype_lines(b)
+        self.checks(b, "out")
+        self.shape_lines(b, "out")
+        self.device_lines(b)
+        self.kernel_lookup(b, "out")
+        name = self.msg_name("out")
+        every = rs + self.tensors
+        b(f"yt_tensor *const all_tensors[{len(every)}] = {{{', '.join(every)}}};")
+        b(f"if (yt__any_requires_grad({len(every)}, all_tensors))")
+        b.ret_fail("yt__fail_status", "YT_ERR_STATE",
+                   f"{name}: out= variants do not support autograd, but an argument requires grad")
+        for r in rs:
+            b(f'if (yt__check_out({r}, &{r}_shape, {r}_dtype, result_device, "{name}", "{r}") != YT_OK)')
+            b("    return yt_errcode();")
+        targets = [f"{r}_target" for r in rs]
+        for r, t in zip(rs, targets):
+            b(f"yt_tensor *{t} = {r}->dtype == {r}_dtype && {r}->is_contiguous ? {r} : "
+              f"yt__empty(&{r}_shape, {r}_dtype, result_device);")
+        b(f"yt_status status = {' || '.join(f'{t} == NULL' for t in targets)} ? yt_errcode() : "
+          f"kernel({self.kernel_call_args(targets, [])});")
+        for r, t in zip(rs, targets):
+            b(f"if ({t} != {r}) {{")
+            b("    if (status == YT_OK)")
+            b(f"        status = yt__copy_into({r}, {t});")
+            b(f"    yt_release({t});")
+            b("}")
+        b("if (status != YT_OK)")
+        b("    return status;")
+        for r in rs:
+            b(f"yt__bump_version({r});")
+        b("return YT_OK;")
         return b.lines
 
     def write_target(self, b: Body, dest: str, variant: str, casted):
@@ -667,7 +880,11 @@ class OpLowering:
 
     def body_short(self, variant: str) -> list:
         ret = "return " + self.fn_name(variant, True)
-        args = (["out"] if variant == "out" else []) + c_args_short(self.op)
+        args = self.out_params(variant, names=True) + c_args_short(self.op)
+        if self.s.returns_list:
+            args += ["out", "out_capacity"]
+        elif self.s.multi and variant == "function":
+            args += self.results
         return [f"    {ret}({', '.join(args)});"]
 
     # -- docs
@@ -680,14 +897,27 @@ class OpLowering:
         if variant == "inplace":
             lines.append("Writes the result into `self` (bumping its version).")
             lines.append("Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.")
+        elif variant == "out" and s.multi:
+            lines.append(f"Writes the results into {', '.join(self.results)}, which must have the results' shapes and "
+                         "dtypes they can be")
+            lines.append("cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
         elif variant == "out":
             lines.append("Writes the result into `out`, which must have the result's shape, and a dtype the result")
             lines.append("can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
+        elif s.returns_list:
+            lines.append("Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and")
+            lines.append("out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE")
+            lines.append("when out_capacity is below the count, naming it).")
+        elif s.multi:
+            lines.append(f"Stores new references to the results in *{', *'.join(self.results)} (in return order).")
+            lines.append("Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.")
         else:
             kind = {"view": "a view sharing self's storage", "composite": "a new reference"}.get(op.impl, "a new tensor")
             lines.append(f"Returns: {kind} (new reference), or NULL with yt_errcode() set.")
         lines.append("Arguments are borrowed. A NULL tensor argument gives " +
-                     ("NULL" if variant == "function" else "its error code") + ", keeping an earlier error.")
+                     ("NULL" if variant == "function" and not s.multi and not s.returns_list else
+                      "-1" if s.returns_list else "its error code") +
+                     ", keeping an earlier error.")
         return lines
 
     def functions(self) -> list:
@@ -695,26 +925,42 @@ class OpLowering:
         banner = [f"{self.s.text}", f"from {self.op.loc}" +
                   (f"; backward from {self.op.derivative.loc}" if self.differentiable else "")]
         for variant in self.op.variants:
-            ret = "yt_tensor *" if variant == "function" else "yt_status"
-            params = c_params(self.op, True)
-            if variant == "out":
-                params = ["yt_tensor *out"] + params
-            body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
+            ret = "yt_tensor *" if variant == "function" and not self.s.multi else "yt_status"
+            if self.s.returns_list:
+                ret = "int64_t"
+            params = self.out_params(variant) + c_params(self.op, True) + self.result_params(variant)
+            if self.s.returns_list:
+                body = self.body_list()
+            elif self.s.multi:
+                body = {"function": self.body_multi, "out": self.body_multi_out}[variant]()
+            else:
+                body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
             if self.has_defaults:
-                short = c_params(self.op, False)
-                if variant == "out":
-                    short = ["yt_tensor *out"] + short
+                short = self.out_params(variant) + c_params(self.op, False) + self.result_params(variant)
                 out.append(Function(self.fn_name(variant, False), ret, short or ["void"], self.doc(variant, False),
                                     self.body_short(variant), banner))
             out.append(Function(self.fn_name(variant, self.has_defaults), ret, params, self.doc(variant, True),
                                 body, banner))
         return out
 
+    def out_params(self, variant: str, names: bool = False) -> list:
+        """Leading parameters of an out= variant: `out`, or one tensor per result."""
+        if variant != "out":
+            return []
+        rs = self.results if self.s.multi else ["out"]
+        return rs if names else [f"yt_tensor *{r}" for r in rs]
+
+    def result_params(self, variant: str) -> list:
+        """Trailing output pointers of a multi-result function, or the array of a -> Tensor[] one."""
+        if self.s.returns_list:
+            return ["yt_tensor **out", "int64_t out_capacity"]
+        return [f"yt_tensor **{r}" for r in self.results] if self.s.multi and variant == "function" else []
+
     # -- kernel declarations
     def kernel_decl(self):
         if self.op.impl not in ("pointwise", "kernel"):
             return None
-        params = ["yt_tensor *result"] + c_params(self.op, True)
+        params = [f"yt_tensor *{r}" for r in self.results] + c_params(self.op, True)
         typedef = f"typedef yt_status (*{self.kernel_fn_type})({', '.join(params)});"
         table = []
         if self.op.impl == "pointwise":
@@ -726,6 +972,10 @@ class OpLowering:
                 "entries": table, "protos": protos}
 
     def impl_proto(self):
+        if (self.s.multi or self.s.returns_list) and self.op.impl == "composite":
+            params = c_params(self.op, True) + self.result_params("function")
+            ret = "int64_t" if self.s.returns_list else "yt_status"
+            return f"{ret} {self.op.impl_fn}({', '.join(params)});"
         if self.op.impl == "view" or self.op.impl == "composite":
             return f"yt_tensor *{self.op.impl_fn}({', '.join(c_params(self.op, True))});"
         return None
@@ -736,29 +986,39 @@ class OpLowering:
             return None
         op = self.op
         name = "".join(p.capitalize() for p in op.c_name.split("_")) + "Backward"
-        fields = []
+        fields = [f"int {t}_len; /* elements of {t}: inputs {len(self.tensors)}.. of the node */"
+                  for t in self.grad_lists]
         for sv in self.saved:
+            if sv.c_type == "yt_saved_list":
+                if sv.field not in self.grad_lists:
+                    fields.append(f"int {sv.field}_len;")
+                fields.append(f"yt_saved *{sv.field}; /* [{sv.field}_len]; used by: {', '.join(sv.used_by)} */")
+                continue
             if sv.c_type.startswith("optional "):
                 fields.append(f"bool {sv.field}_given; /* {sv.field} is not None */")
             fields.append(f"{sv.c_type.replace('optional ', '')} {sv.field}; /* used by: {', '.join(sv.used_by)} */")
         record = self.record_lines()
         n_in = len(self.tensors)
         used = {a.name for a in self.record_args()}
-        record_params = ["yt_tensor *result"] + [p for p, a in _params_with_args(op) if a.name in used]
+        record_params = [f"yt_tensor *{r}" for r in self.record_results()] + \
+            [p for p, a in _params_with_args(op) if a.name in used]
         releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
+        releases += [f"yt__saved_list_release(&node->{sv.field}, node->{sv.field}_len);" for sv in self.saved
+                     if sv.c_type == "yt_saved_list"]
         return {
             "c_name": op.c_name,
             "kind_name": name,
             "op_name": self.s.name,
             "schema": self.s.text,
             "loc": str(op.derivative.loc),
-            "formulas": [{"input": f.input, "source": f.source, "index": f.index, "c_lines": f.c_lines}
+            "formulas": [{"input": f.input, "source": f.source, "cond": f.cond, "c_lines": f.c_lines}
                          for f in self.compiled],
             "fields": fields,
             "uses_node_in_backward": True,
             "record_params": record_params,
             "record_lines": record,
-            "n_inputs": n_in,
+            "n_inputs": " + ".join([str(n_in)] + [f"{t}_len" for t in self.grad_lists]) if self.grad_lists else n_in,
+            "outputs": [(r, k) for k, r in enumerate(self.diff_results)],
             "releases": releases,
         }
 
@@ -769,13 +1029,25 @@ class OpLowering:
         for i, t in enumerate(self.tensors):
             if t in self.grad_inputs:
                 record.append(f"yt__node_set_edge(&node->base, {i}, {t});")
+        for t in self.grad_lists:  # one edge per element, after the plain tensors
+            record.append(f"node->{t}_len = {t}_len;")
+            record.append(f"for (int i = 0; i < {t}_len; i++)")
+            record.append(f"    yt__node_set_edge(&node->base, {len(self.tensors)} + i, {t}[i]);")
         for sv in self.saved:
-            cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" for u in sv.used_by)
+            cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" if u in tensor_index else
+                               f"yt__needs_any_grad(&node->base, {len(self.tensors)}, {u}_len)" for u in sv.used_by)
             src = sv.source
-            if sv.c_type == "yt_saved":
-                is_out = src == "result"
+            if sv.c_type == "yt_saved_list":  # a Tensor[] argument, element by element
+                if src not in self.grad_lists:
+                    record.append(f"node->{src}_len = {src}_len;")
                 record.append(f"if (status == YT_OK && ({cond}))")
-                record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, 0);")
+                record.append(f"    status = yt__saved_list_init(&node->{sv.field}, {src}, {src}_len);")
+            elif sv.c_type == "yt_saved":
+                # a differentiable result is saved without a reference back to this node
+                is_out = src in self.diff_results
+                nr = self.diff_results.index(src) if is_out else 0
+                record.append(f"if (status == YT_OK && ({cond}))")
+                record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, {nr});")
             elif "." in src:
                 base, attr = src.split(".")
                 if self.s.arg(base) is not None and self.s.arg(base).optional:

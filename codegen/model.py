@@ -41,7 +41,10 @@ ARG_KINDS = {
     "Device": "device",
     "str": "str",
     "Generator": "generator",
+    "Tensor[]": "tensorlist",  # also Tensor?[]: elements may be None (Arg.elem_optional)
 }
+
+LIST_KINDS = ("intlist", "tensorlist")  # C: a pointer and an int length (NAME, NAME_len)
 
 # Kinds that may be written with `?` (None allowed), and their C form when None:
 # int? YT_NONE, ScalarType? YT_DTYPE_NONE, Device? YT_DEVICE_NONE, everything else NULL.
@@ -74,6 +77,7 @@ class Arg:
     has_default: bool
     default: Any  # Python value of the default (None for `=None`)
     kwarg_only: bool
+    elem_optional: bool = False  # Tensor?[]: NULL elements are None
 
     @property
     def by_pointer(self) -> bool:
@@ -86,8 +90,15 @@ class Schema:
     name: str  # "add"
     overload: str  # "Tensor" or ""
     args: tuple[Arg, ...]
-    returns: str  # "Tensor"
+    returns: str  # "Tensor", "(Tensor values, Tensor indices)" or "Tensor[]"
     text: str  # the schema as written
+    results: tuple = ("result",)  # result names, in return order ("result" for a single Tensor)
+    returns_list: bool = False  # -> Tensor[]: a composite filling a caller's array
+
+    @property
+    def multi(self) -> bool:
+        """Several named results: the C function returns yt_status and takes output pointers."""
+        return len(self.results) > 1
 
     @property
     def full_name(self) -> str:
@@ -102,6 +113,11 @@ class Schema:
     @property
     def tensor_args(self) -> list[Arg]:
         return [a for a in self.args if a.kind == "tensor"]
+
+    @property
+    def list_args(self) -> list[Arg]:
+        """Tensor[] arguments."""
+        return [a for a in self.args if a.kind == "tensorlist"]
 
 
 @dataclass(frozen=True)
@@ -121,10 +137,10 @@ class Op:
     broadcast: list[str]
     promote: list[str]
     same_dtype: list[str]
-    result_dtype: Optional[str]  # None | dtype name | "floating" | arg name | "fn(args)"
+    result_dtype: Any  # None | dtype name | "floating" | arg name | "fn(args)"; or a map result name -> rule
     dims: dict  # arg name -> C expression of the rank it wraps against
     checks: list[Check]
-    shape: Any  # None | list of expressions | "argname" | "fn(args)"
+    shape: Any  # None | list of expressions | "argname" | "fn(args)"; or a map result name -> rule
     impl: str  # pointwise | kernel | view | composite
     pointwise: Optional[str]
     pointwise_loc: Optional[Loc]  # line of the `pointwise:` expression, for its errors
@@ -142,6 +158,22 @@ class Op:
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""
+
+    def differentiable_results(self) -> list:
+        """Results that get gradients: derivatives.yaml's output_differentiability, or by default
+        every result whose result_dtype is not fixed to a non-floating dtype (indices)."""
+        d = self.derivative
+        flags = d.output_differentiability if d is not None else None
+        out = []
+        for i, r in enumerate(self.schema.results):
+            if flags is not None:
+                ok = flags[i]
+            else:
+                rule = self.result_dtype.get(r) if isinstance(self.result_dtype, dict) else self.result_dtype
+                ok = not (rule in DTYPES and rule not in DTYPE_SETS["floating"])
+            if ok:
+                out.append(r)
+        return out
 
     def c_function(self, variant: str, ex: bool) -> str:
         """Name of one public C function of the op: yt_<c_name>[_ex][_|_out]."""
@@ -171,3 +203,6 @@ class Derivative:
     loc: Loc
     formulas: list[Formula] = field(default_factory=list)
     not_differentiable: bool = False
+    # per result: whether it gets a gradient (output_differentiability:; default: every result
+    # except those whose result_dtype is fixed to a non-floating dtype)
+    output_differentiability: Optional[list] = None

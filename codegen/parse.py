@@ -80,7 +80,7 @@ def plain(node: Node):
 # ---------------------------------------------------------------- schema strings
 
 _SCHEMA_RE = re.compile(r"^([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\((.*)\)\s*->\s*(.+)$")
-_ARG_RE = re.compile(r"^([A-Za-z]+(?:\[\d*\])?)(\?)?\s+([a-z_][a-z0-9_]*)(?:\s*=\s*(.+))?$")
+_ARG_RE = re.compile(r"^([A-Za-z]+(?:\[\d*\])?)(\?(?:\[\])?)?\s+([a-z_][a-z0-9_]*)(?:\s*=\s*(.+))?$")
 RESERVED_NAMES = {"result", "result_shape", "result_dtype", "compute_dtype", "recording", "kernel",
                   "status", "node", "out", "grads", "node_", "tmp"}
 
@@ -134,8 +134,24 @@ def parse_schema(text: str, loc: Loc) -> Schema:
     if not m:
         raise SpecError(loc, f"cannot parse schema '{text}': expected name[.overload](args) -> Tensor")
     name, overload, args_text, returns = m.group(1), m.group(2) or "", m.group(3), m.group(4).strip()
-    if returns != "Tensor":
-        raise SpecError(loc, f"{name}: only '-> Tensor' returns are supported, got '{returns}'")
+    results = ("result",)
+    if returns.startswith("(") and returns.endswith(")"):
+        results = []
+        for piece in returns[1:-1].split(","):
+            rm = re.match(r"^Tensor\s+([a-z_][a-z0-9_]*)$", piece.strip())
+            if not rm:
+                raise SpecError(loc, f"{name}: cannot parse result '{piece.strip()}' (expected 'Tensor NAME')")
+            if rm.group(1) in results:
+                raise SpecError(loc, f"{name}: duplicate result name '{rm.group(1)}'")
+            if rm.group(1) in RESERVED_NAMES or rm.group(1) == "grad" or rm.group(1).startswith("grad_"):
+                raise SpecError(loc, f"{name}: result name '{rm.group(1)}' is reserved")
+            results.append(rm.group(1))
+        if len(results) < 2:
+            raise SpecError(loc, f"{name}: a single result is written '-> Tensor'")
+        results = tuple(results)
+    elif returns not in ("Tensor", "Tensor[]"):
+        raise SpecError(loc, f"{name}: returns must be 'Tensor', 'Tensor[]' or '(Tensor a, Tensor b, ...)', "
+                        f"got '{returns}'")
     args = []
     kwarg_only = False
     seen_default = False
@@ -149,6 +165,9 @@ def parse_schema(text: str, loc: Loc) -> Schema:
         if not am:
             raise SpecError(loc, f"{name}: cannot parse argument '{piece}'")
         type_text, qmark, arg_name, default_text = am.groups()
+        elem_optional = False
+        if type_text == "Tensor" and qmark and piece.startswith("Tensor?[]"):
+            type_text, qmark, elem_optional = "Tensor[]", None, True
         base = re.sub(r"\[\d+\]$", "[]", type_text)
         if base not in ARG_KINDS:
             raise SpecError(loc, f"{name}: unknown type '{type_text}' of argument '{arg_name}'")
@@ -174,15 +193,21 @@ def parse_schema(text: str, loc: Loc) -> Schema:
         if not kwarg_only and seen_default and not has_default:
             raise SpecError(loc, f"{name}: argument '{arg_name}' without default follows one with a default")
         seen_default = seen_default or has_default
-        args.append(Arg(arg_name, kind, type_text + (qmark or ""), optional, has_default, default, kwarg_only))
-    return Schema(name, overload, tuple(args), returns, text.strip())
+        if kind == "tensorlist" and (optional or has_default):
+            raise SpecError(loc, f"{name}: a Tensor[] argument cannot be optional or have a default ('{arg_name}')")
+        args.append(Arg(arg_name, kind, "Tensor?[]" if elem_optional else type_text + (qmark or ""), optional,
+                        has_default, default, kwarg_only, elem_optional))
+    for r in results:
+        if any(a.name == r for a in args):
+            raise SpecError(loc, f"{name}: result '{r}' has the name of an argument")
+    return Schema(name, overload, tuple(args), returns, text.strip(), results, returns == "Tensor[]")
 
 
 # ---------------------------------------------------------------- ops.yaml
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
            "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
-DOMAINS = ["positive", "nonzero"]
+DOMAINS = ["positive", "nonzero", "unit"]
 
 
 def _closest(word: str, options) -> str:
@@ -205,13 +230,15 @@ def _names_list(entry: dict, key: str, schema: Schema, kinds=("tensor",)) -> lis
             raise SpecError(x.loc, f"{schema.full_name}: '{key}' names unknown argument '{x.value}'"
                             + _closest(x.value, [b.name for b in schema.args]))
         if a.kind not in kinds:
-            raise SpecError(x.loc, f"{schema.full_name}: '{key}' entry '{x.value}' must be a {' or '.join(kinds)} argument")
+            shown = [{"tensorlist": "Tensor[]"}.get(k, k) for k in kinds]
+            what = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+            raise SpecError(x.loc, f"{schema.full_name}: '{key}' entry '{x.value}' must be a {what} argument")
         names.append(x.value)
     return names
 
 
 def _parse_dtypes(entry: dict, schema: Schema) -> dict:
-    tensors = [a.name for a in schema.tensor_args]
+    tensors = [a.name for a in schema.args if a.kind in ("tensor", "tensorlist")]
     if "dtypes" not in entry:
         if tensors:
             raise SpecError(entry["func"].loc, f"{schema.full_name}: missing 'dtypes' (the dtype set its tensors accept)")
@@ -320,24 +347,31 @@ def parse_op(node: Node) -> Op:
         if not schema.tensor_args:
             raise SpecError(loc, f"{fn}: a pointwise op needs a tensor argument")
 
+    if schema.multi and "inplace" in variants:
+        raise SpecError(e["variants"].loc, f"{fn}: an op with several results has no in-place variant")
     if "inplace" in variants and (not schema.args or schema.args[0].kind != "tensor" or schema.args[0].name != "self"):
         raise SpecError(e["variants"].loc, f"{fn}: an in-place variant needs 'Tensor self' as first argument")
 
     dtypes = _parse_dtypes(e, schema)
     broadcast = _names_list(e, "broadcast", schema)
-    promote = _names_list(e, "promote", schema, kinds=("tensor", "scalar"))
-    same_dtype = _names_list(e, "same_dtype", schema)
+    promote = _names_list(e, "promote", schema, kinds=("tensor", "tensorlist", "scalar"))
+    same_dtype = _names_list(e, "same_dtype", schema, kinds=("tensor", "tensorlist"))
+    if any(schema.arg(n).kind == "tensorlist" for n in promote) and \
+            len([n for n in promote if schema.arg(n).kind != "scalar"]) > 1:
+        raise SpecError(e["promote"].loc, f"{fn}: a Tensor[] in 'promote' must be its only tensor entry")
+    if schema.returns_list and impl != "composite":
+        raise SpecError(loc, f"{fn}: '-> Tensor[]' ops must be composite")
     if impl == "pointwise" and len(schema.tensor_args) > 1 and not broadcast:
         raise SpecError(loc, f"{fn}: a pointwise op with several tensors must declare 'broadcast'")
 
-    result_dtype = get_str("result_dtype")
-    if result_dtype is not None:
-        if not (result_dtype in DTYPES or result_dtype == "floating" or
-                (schema.arg(result_dtype) is not None and schema.arg(result_dtype).kind == "dtype") or
-                re.match(r"^yt__[a-z0-9_]+\((.*)\)$", result_dtype)):
-            raise SpecError(e["result_dtype"].loc, f"{fn}: result_dtype must be a dtype name, 'floating', a ScalarType "
-                            f"argument or a yt__ function call, got '{result_dtype}'")
-        _check_call_args(result_dtype, schema, e["result_dtype"].loc)
+    result_dtype = None
+    if "result_dtype" in e:
+        rn = e["result_dtype"]
+        if isinstance(rn.value, dict):
+            result_dtype = {r: _result_dtype_rule(v.value, v.loc, schema) for r, v in
+                            _per_result(rn, schema, "result_dtype").items()}
+        else:
+            result_dtype = _result_dtype_rule(rn.value, rn.loc, schema)
 
     dims = {}
     if "dims" in e:
@@ -353,10 +387,13 @@ def parse_op(node: Node) -> Op:
             a = schema.arg(name) if isinstance(name, str) else None
             if a is None or a.kind not in ("int", "intlist"):
                 raise SpecError(nloc, f"{fn}: 'dims' entry '{name}' must be an int or int[] argument")
-            if not isinstance(rank, str) or not re.match(r"^[a-z_][a-z0-9_]*\.dim( \+ 1)?$", rank):
-                raise SpecError(nloc, f"{fn}: rank of '{name}' must be 'TENSOR.dim' or 'TENSOR.dim + 1'")
+            if not isinstance(rank, str) or not re.match(r"^[a-z_][a-z0-9_]*(\[0\])?\.dim( \+ 1)?$", rank):
+                raise SpecError(nloc, f"{fn}: rank of '{name}' must be 'TENSOR.dim' or 'TENSOR.dim + 1' "
+                                "(TENSORS[0].dim for a Tensor[])")
             tname = rank.split(".")[0]
-            if schema.arg(tname) is None or schema.arg(tname).kind != "tensor":
+            want = "tensorlist" if tname.endswith("[0]") else "tensor"
+            tname = tname.replace("[0]", "")
+            if schema.arg(tname) is None or schema.arg(tname).kind != want:
                 raise SpecError(nloc, f"{fn}: rank of '{name}' names '{tname}', which is not a tensor argument")
             dims[name] = rank
 
@@ -377,25 +414,11 @@ def parse_op(node: Node) -> Op:
             checks.append(Check(c.value["check"].value, bad, c.value["check"].loc))
 
     shape = None
-    if "shape" in e:
-        sn = e["shape"]
-        if isinstance(sn.value, list):
-            shape = [x.value for x in sn.value]
-            if not all(isinstance(x, str) for x in shape):
-                raise SpecError(sn.loc, f"{fn}: shape list entries must be expressions (strings)")
-        elif isinstance(sn.value, str):
-            shape = sn.value
-            a = schema.arg(shape)
-            if a is not None:
-                if a.kind != "intlist":
-                    raise SpecError(sn.loc, f"{fn}: shape names '{shape}', which is not an int[] argument")
-            elif not re.match(r"^yt__[a-z0-9_]+\((.*)\)$", shape):
-                raise SpecError(sn.loc, f"{fn}: shape must be a list, an int[] argument or a yt__ function call")
-            else:
-                _check_call_args(shape, schema, sn.loc)
-        else:
-            raise SpecError(sn.loc, f"{fn}: bad 'shape'")
-    if impl in ("kernel",) and shape is None and not broadcast and not schema.tensor_args:
+    if "shape" in e and isinstance(e["shape"].value, dict):
+        shape = {r: _shape_rule(v, schema) for r, v in _per_result(e["shape"], schema, "shape").items()}
+    elif "shape" in e:
+        shape = _shape_rule(e["shape"], schema)
+    if impl in ("kernel",) and shape is None and not broadcast and not schema.tensor_args and not schema.list_args:
         raise SpecError(loc, f"{fn}: a kernel op without tensor arguments must declare 'shape'")
 
     domain = get_str("domain", choices=DOMAINS)
@@ -445,6 +468,50 @@ def _parse_choices(entry: dict, schema: Schema) -> dict:
     return out
 
 
+def _per_result(node: Node, schema: Schema, key: str) -> dict:
+    """A `key: {result: rule}` map of a multi-result op (results left out take the default rule)."""
+    fn = schema.full_name
+    if not schema.multi:
+        raise SpecError(node.loc, f"{fn}: a per-result '{key}' map needs several results")
+    for r, v in node.value.items():
+        if r not in schema.results:
+            raise SpecError(v.key_loc, f"{fn}: '{key}' names unknown result '{r}'" + _closest(r, schema.results))
+    return node.value
+
+
+def _result_dtype_rule(rule, loc: Loc, schema: Schema) -> str:
+    fn = schema.full_name
+    if not isinstance(rule, str) or not (
+            rule in DTYPES or rule == "floating" or
+            (schema.arg(rule) is not None and schema.arg(rule).kind == "dtype") or
+            re.match(r"^yt__[a-z0-9_]+\((.*)\)$", rule)):
+        raise SpecError(loc, f"{fn}: result_dtype must be a dtype name, 'floating', a ScalarType "
+                        f"argument or a yt__ function call, got '{rule}'")
+    _check_call_args(rule, schema, loc)
+    return rule
+
+
+def _shape_rule(sn: Node, schema: Schema):
+    fn = schema.full_name
+    if isinstance(sn.value, list):
+        shape = [x.value for x in sn.value]
+        if not all(isinstance(x, str) for x in shape):
+            raise SpecError(sn.loc, f"{fn}: shape list entries must be expressions (strings)")
+        return shape
+    if isinstance(sn.value, str):
+        shape = sn.value
+        a = schema.arg(shape)
+        if a is not None:
+            if a.kind != "intlist":
+                raise SpecError(sn.loc, f"{fn}: shape names '{shape}', which is not an int[] argument")
+        elif not re.match(r"^yt__[a-z0-9_]+\((.*)\)$", shape):
+            raise SpecError(sn.loc, f"{fn}: shape must be a list, an int[] argument or a yt__ function call")
+        else:
+            _check_call_args(shape, schema, sn.loc)
+        return shape
+    raise SpecError(sn.loc, f"{fn}: bad 'shape'")
+
+
 def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
     m = re.match(r"^yt__[a-z0-9_]+\((.*)\)$", call)
     if not m:
@@ -453,6 +520,20 @@ def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
         if schema.arg(name) is None:
             raise SpecError(loc, f"{schema.full_name}: '{call}' names unknown argument '{name}'"
                             + _closest(name, [a.name for a in schema.args]))
+
+
+def _tensor_sample(val, loc: Loc, fn: str, k: str) -> dict:
+    spec = {"shape": val} if isinstance(val, list) else val
+    if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
+            not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
+            set(spec) - {"shape", "dtype", "transpose"}:
+        raise SpecError(loc, f"{fn}: tensor sample '{k}' must be a size list or "
+                        "{shape: [...], dtype: NAME, transpose: BOOL}")
+    if spec.get("dtype", "f64") not in DTYPES:
+        raise SpecError(loc, f"{fn}: unknown dtype '{spec.get('dtype')}' in sample")
+    if spec.get("transpose") and len(spec["shape"]) < 2:
+        raise SpecError(loc, f"{fn}: 'transpose' needs at least 2 dims")
+    return spec
 
 
 def _parse_sample(node: Node, schema: Schema, choices: dict) -> dict:
@@ -476,19 +557,15 @@ def _parse_sample(node: Node, schema: Schema, choices: dict) -> dict:
                                 + (" or null" if a.optional else "") + f", got {val!r}")
             out[k] = val
             continue
+        if a.kind == "tensorlist":
+            if not isinstance(val, list):
+                raise SpecError(v.loc, f"{fn}: sample of '{k}' must be a list of tensors (size lists or mappings)")
+            out[k] = [None if x is None and a.elem_optional else _tensor_sample(x, v.loc, fn, k) for x in val]
+            continue
         if a.kind == "tensor":
-            spec = {"shape": val} if isinstance(val, list) else val
-            if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
-                    not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
-                    set(spec) - {"shape", "dtype", "transpose"}:
-                raise SpecError(v.loc, f"{fn}: tensor sample '{k}' must be a size list or "
-                                "{shape: [...], dtype: NAME, transpose: BOOL}")
-            if spec.get("dtype", "f64") not in DTYPES:
-                raise SpecError(v.loc, f"{fn}: unknown dtype '{spec.get('dtype')}' in sample")
-            if spec.get("transpose") and len(spec["shape"]) < 2:
-                raise SpecError(v.loc, f"{fn}: 'transpose' needs at least 2 dims")
-            out[k] = spec
-        elif a.kind == "intlist":
+            out[k] = _tensor_sample(val, v.loc, fn, k)
+            continue
+        if a.kind == "intlist":
             if not isinstance(val, list) or not all(isinstance(x, int) for x in val):
                 raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be a list of ints")
             out[k] = val
@@ -579,6 +656,15 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
         for k, v in e.items():
             if k == "name":
                 continue
+            if k == "output_differentiability":
+                flags = v.value if isinstance(v.value, list) else None
+                if flags is None or len(flags) != len(op.schema.results) or \
+                        not all(isinstance(x.value, bool) for x in flags):
+                    raise SpecError(v.loc, f"{schema.full_name}: output_differentiability must list true or false "
+                                    f"for each of the {len(op.schema.results)} results "
+                                    f"({', '.join(op.schema.results)})")
+                d.output_differentiability = [x.value for x in flags]
+                continue
             if k == "not_differentiable":
                 if v.value is not True:
                     raise SpecError(v.loc, "not_differentiable must be true when given")
@@ -588,7 +674,7 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
             if a is None:
                 raise SpecError(v.key_loc, f"{schema.full_name}: formula for unknown argument '{k}'"
                                 + _closest(k, [b.name for b in op.schema.args]))
-            if a.kind != "tensor":
+            if a.kind not in ("tensor", "tensorlist"):
                 raise SpecError(v.key_loc, f"{schema.full_name}: '{k}' is not a tensor argument; only tensors get gradients")
             if not isinstance(v.value, str) or not v.value.strip():
                 raise SpecError(v.loc, f"{schema.full_name}: formula for '{k}' must be an expression string")
@@ -612,4 +698,5 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
 def _grad_tensors(op: Op) -> list[str]:
     """Tensor arguments that can require grad: those whose dtype set holds a floating dtype."""
     floating = DTYPE_SETS["floating"]
-    return [a.name for a in op.schema.tensor_args if any(d in floating for d in op.dtypes[a.name])]
+    return [a.name for a in op.schema.args if a.kind in ("tensor", "tensorlist") and not a.elem_optional
+            and any(d in floating for d in op.dtypes[a.name])]

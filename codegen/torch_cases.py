@@ -5,11 +5,18 @@ and run by tests/diff/test_vs_torch.py against what tests/diff/runner.c computed
 
 from __future__ import annotations
 
+import keyword
+
 from model import DTYPES, Op
 
 TORCH_DTYPE = {"bool": "torch.bool", "u8": "torch.uint8", "i8": "torch.int8", "i16": "torch.int16",
                "i32": "torch.int32", "i64": "torch.int64", "f16": "torch.float16", "bf16": "torch.bfloat16",
                "f32": "torch.float32", "f64": "torch.float64"}
+
+
+def py_name(name: str) -> str:
+    """An argument name as a Python identifier: keywords (uniform's `from`) get a trailing _."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def _py_value(arg, value) -> str:
@@ -35,7 +42,7 @@ def _reference(op: Op, tensor_names: list[str]) -> str:
     # and our overload names need not match aten's (transpose vs transpose.int).
     parts = []
     for a in op.schema.args:
-        parts.append(f"{a.name}={a.name}" if a.kwarg_only else a.name)
+        parts.append(f"{a.name}={py_name(a.name)}" if a.kwarg_only else py_name(a.name))
     return f"torch.ops.aten.{op.schema.name}({', '.join(parts)})"
 
 
@@ -43,23 +50,42 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
     """One entry of generated/tests/torch_cases.py."""
     # The tensors the case passes (an optional tensor the sample leaves out is None).
     tensors = [a for a in op.schema.args if a.kind == "tensor" and sample.get(a.name) is not None]
+    names, specs = [], []  # the function's parameters: one per case input (Tensor[] elements: NAME_i)
     locals_ = []
     for a in op.schema.args:
+        if a.kind == "tensor" and sample.get(a.name) is not None:
+            names.append(a.name)
+            specs.append(sample[a.name])
+        elif a.kind == "tensorlist":
+            elems = []
+            for i, x in enumerate(sample.get(a.name) or []):
+                if x is None:
+                    elems.append("None")
+                    continue
+                names.append(f"{a.name}_{i}")
+                specs.append(x)
+                elems.append(f"{a.name}_{i}")
+            locals_.append(f"{py_name(a.name)} = [{', '.join(elems)}]")
+    for a in op.schema.args:
+        if a.kind == "tensorlist":
+            continue
         if a.kind == "tensor":
             if sample.get(a.name) is None:
-                locals_.append(f"{a.name} = None")
+                locals_.append(f"{py_name(a.name)} = None")
             continue
         value = sample[a.name] if a.name in sample else a.default
-        locals_.append(f"{a.name} = {_py_value(a, value)}")
-    free = [t.name for t in tensors if "dtype" not in sample[t.name]]
+        locals_.append(f"{py_name(a.name)} = {_py_value(a, value)}")
+    is_free = ["dtype" not in spec for spec in specs]
+    owners = [n.rsplit("_", 1)[0] if op.schema.arg(n) is None else n for n in names]
+    free = [o for o, f in zip(owners, is_free) if f]
     dtypes = [d for d in DTYPES if all(d in op.dtypes.get(t, DTYPES) for t in free)] if free else []
     return {
         "index": index,
         "fn": f"case_{index}",
         "op": op.schema.full_name,
         "where": where,
-        "tensors": [t.name for t in tensors],
-        "free": [t.name in free for t in tensors],
+        "tensors": [py_name(n) for n in names],
+        "free": is_free,
         "dtypes": dtypes,
         "random": any(a.kind == "generator" for a in op.schema.args),
         "locals": locals_,

@@ -5912,6 +5912,93 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * backward, from derivatives.yaml:411:
+ *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+ *   weight: zeros_like(weight)
+ */
+typedef struct cross_entropy_index_node {
+    yt_node base;           /* must be first */
+    yt_saved self;          /* used by: self */
+    yt_saved target;        /* used by: self */
+    yt_saved weight;        /* used by: self, weight */
+    const char *reduction;  /* used by: self */
+    int64_t ignore_index;   /* used by: self */
+    double label_smoothing; /* used by: self */
+} cross_entropy_index_node;
+
+static yt_status
+cross_entropy_index_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cross_entropy_index_node *node = (cross_entropy_index_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *target = yt__saved_unpack(&node->target, &node->base, "target");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] = yt_cross_entropy_index_backward(grads[0], self, target, weight, node->reduction,
+                                                 node->ignore_index, node->label_smoothing);
+        yt_release(weight);
+        yt_release(target);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[2] = yt_zeros_like(weight);
+        yt_release(weight);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cross_entropy_index_release_saved(yt_node *node_)
+{
+    cross_entropy_index_node *node = (cross_entropy_index_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->target);
+    yt__saved_release(&node->weight);
+}
+
+static const yt_node_kind cross_entropy_index_node_kind = {
+    .name = "CrossEntropyIndexBackward",
+    .op_name = "cross_entropy_index",
+    .size = sizeof(cross_entropy_index_node),
+    .backward = cross_entropy_index_backward,
+    .release_saved = cross_entropy_index_release_saved,
+};
+
+yt_status
+yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
+                               yt_tensor *weight, const char *reduction, int64_t ignore_index,
+                               double label_smoothing)
+{
+    cross_entropy_index_node *node =
+        (cross_entropy_index_node *)yt__node_new(&cross_entropy_index_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->target, target, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->reduction = reduction;
+    node->ignore_index = ignore_index;
+    node->label_smoothing = label_smoothing;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

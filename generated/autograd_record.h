@@ -141,6 +141,10 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self,
+                                                     yt_tensor *target, yt_tensor *weight,
+                                                     const char *reduction, int64_t ignore_index,
+                                                     double label_smoothing);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

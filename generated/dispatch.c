@@ -401,6 +401,14 @@ const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
 };
 
+const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
+};
+
+const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_empty,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };
@@ -421,12 +429,52 @@ const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_arange,
 };
 
+const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linspace,
+};
+
+const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye,
+};
+
+const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye_m,
+};
+
 const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_rand,
 };
 
 const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_randn,
+};
+
+const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint,
+};
+
+const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint_low,
+};
+
+const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randperm,
+};
+
+const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli,
+};
+
+const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli_p,
+};
+
+const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_normal,
+};
+
+const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_uniform,
 };
 
 const yt__slice_backward_kernel_fn yt__slice_backward_kernels[YT_DEVICE_COUNT] = {

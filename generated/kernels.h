@@ -500,6 +500,22 @@ extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
                                       yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
+typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       yt_tensor *target, yt_tensor *weight,
+                                                       const char *reduction, int64_t ignore_index,
+                                                       double label_smoothing);
+extern const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                         yt_dtype dtype, yt_device device);
+extern const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_empty(yt_tensor *result, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -528,17 +544,82 @@ extern const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end,
                                      yt_scalar step, yt_dtype dtype, yt_device device);
 
+typedef yt_status (*yt__linspace_kernel_fn)(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                            int64_t steps, yt_dtype dtype, yt_device device);
+extern const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linspace(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                       int64_t steps, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_kernel_fn)(yt_tensor *result, int64_t n, yt_dtype dtype,
+                                       yt_device device);
+extern const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_m_kernel_fn)(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                         yt_device device);
+extern const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye_m(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                    yt_device device);
+
 typedef yt_status (*yt__rand_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                        yt_dtype dtype, yt_device device);
+                                        yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len,
-                                   yt_dtype dtype, yt_device device);
+                                   yt_generator *generator, yt_dtype dtype, yt_device device);
 
 typedef yt_status (*yt__randn_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                         yt_dtype dtype, yt_device device);
+                                         yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len,
-                                    yt_dtype dtype, yt_device device);
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__randint_kernel_fn)(yt_tensor *result, int64_t high, const int64_t *size,
+                                           int size_len, yt_generator *generator, yt_dtype dtype,
+                                           yt_device device);
+extern const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size,
+                                      int size_len, yt_generator *generator, yt_dtype dtype,
+                                      yt_device device);
+
+typedef yt_status (*yt__randint_low_kernel_fn)(yt_tensor *result, int64_t low, int64_t high,
+                                               const int64_t *size, int size_len,
+                                               yt_generator *generator, yt_dtype dtype,
+                                               yt_device device);
+extern const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high,
+                                          const int64_t *size, int size_len,
+                                          yt_generator *generator, yt_dtype dtype,
+                                          yt_device device);
+
+typedef yt_status (*yt__randperm_kernel_fn)(yt_tensor *result, int64_t n, yt_generator *generator,
+                                            yt_dtype dtype, yt_device device);
+extern const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randperm(yt_tensor *result, int64_t n, yt_generator *generator,
+                                       yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__bernoulli_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                             yt_generator *generator);
+extern const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self,
+                                        yt_generator *generator);
+
+typedef yt_status (*yt__bernoulli_p_kernel_fn)(yt_tensor *result, yt_tensor *self, double p,
+                                               yt_generator *generator);
+extern const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli_p(yt_tensor *result, yt_tensor *self, double p,
+                                          yt_generator *generator);
+
+typedef yt_status (*yt__normal_kernel_fn)(yt_tensor *result, yt_tensor *self, double mean,
+                                          double std, yt_generator *generator);
+extern const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std,
+                                     yt_generator *generator);
+
+typedef yt_status (*yt__uniform_kernel_fn)(yt_tensor *result, yt_tensor *self, double from,
+                                           double to, yt_generator *generator);
+extern const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_uniform(yt_tensor *result, yt_tensor *self, double from, double to,
+                                      yt_generator *generator);
 
 typedef yt_status (*yt__slice_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
                                                   const int64_t *input_sizes, int input_sizes_len,
@@ -577,6 +658,40 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_dropout(yt_tensor *input, double p, bool train,
+                                             yt_generator *generator);
+YT_INTERNAL yt_tensor *yt__composite_mse_loss(yt_tensor *self, yt_tensor *target,
+                                              const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_l1_loss(yt_tensor *self, yt_tensor *target,
+                                             const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target,
+                                                    const char *reduction, double beta);
+YT_INTERNAL yt_tensor *yt__composite_huber_loss(yt_tensor *self, yt_tensor *target,
+                                                const char *reduction, double delta);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target,
+                                                          yt_tensor *weight, const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy_with_logits(yt_tensor *self,
+                                                                      yt_tensor *target,
+                                                                      yt_tensor *weight,
+                                                                      yt_tensor *pos_weight,
+                                                                      const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                              const char *reduction, int64_t ignore_index);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target,
+                                                        yt_tensor *weight, const char *reduction,
+                                                        int64_t ignore_index,
+                                                        double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_index_backward(
+    yt_tensor *grad_output, yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+    const char *reduction, int64_t ignore_index, double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_empty_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_ones_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_full_like(yt_tensor *self, yt_scalar fill_value,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_rand_like(yt_tensor *self, yt_generator *generator,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_randn_like(yt_tensor *self, yt_generator *generator,
+                                                yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

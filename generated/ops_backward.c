@@ -697,8 +697,80 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
     return yt__scope_track(result);
 }
 
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * from ops.yaml:1503 */
+yt_tensor *
+yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
+                                yt_tensor *weight, const char *reduction, int64_t ignore_index,
+                                double label_smoothing)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("cross_entropy_index_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "self"); /* keeps an earlier error */
+    if (target == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction is NULL (expected one of 'none', 'mean', 'sum')");
+    if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(target->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: target has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (target->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: target is on %s but grad_output is on %s",
+                        yt_device_name(target->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_index_backward: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cross_entropy_index_backward(
+        grad_output, self, target, weight, reduction, ignore_index, label_smoothing);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1391 */
+ * from ops.yaml:1758 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -718,7 +790,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1402 */
+ * from ops.yaml:1769 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -740,7 +812,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1409 */
+ * from ops.yaml:1776 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -766,7 +838,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1416 */
+ * from ops.yaml:1783 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -806,7 +878,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1423 */
+ * from ops.yaml:1790 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -823,7 +895,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1430 */
+ * from ops.yaml:1797 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -852,7 +924,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1437 */
+ * from ops.yaml:1804 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -887,7 +959,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1444 */
+ * from ops.yaml:1811 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -932,7 +1004,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1451; backward from derivatives.yaml:150 */
+ * from ops.yaml:1818; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -974,7 +1046,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1459; backward from derivatives.yaml:153 */
+ * from ops.yaml:1826; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

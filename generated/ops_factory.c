@@ -11,8 +11,48 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1514 */
+yt_tensor *
+yt_empty(const int64_t *size, int size_len)
+{
+    return yt_empty_ex(size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1514 */
+yt_tensor *
+yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+{
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "empty: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "empty: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "empty: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_factory(dtype);
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "empty", "size", size, size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__empty_kernel_fn kernel = yt__empty_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "empty: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1328 */
+ * from ops.yaml:1528 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -20,7 +60,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1328 */
+ * from ops.yaml:1528 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -52,7 +92,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1336 */
+ * from ops.yaml:1536 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -60,7 +100,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1336 */
+ * from ops.yaml:1536 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -92,7 +132,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1344 */
+ * from ops.yaml:1544 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -100,7 +140,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1344 */
+ * from ops.yaml:1544 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -116,7 +156,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
         return yt__fail(YT_ERR_VALUE, "full: dtype=%d is not a valid dtype", (int)dtype);
     if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
         return yt__fail(YT_ERR_VALUE, "full: device=%d is not a valid device", (int)device);
-    yt_dtype result_dtype = yt__dtype_factory(dtype);
+    yt_dtype result_dtype = yt__dtype_full(fill_value, dtype);
     yt_shape result_shape;
     if (yt__shape_from_sizes(&result_shape, "full", "size", size, size_len) != YT_OK)
         return NULL;
@@ -135,8 +175,31 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
     return yt__scope_track(result);
 }
 
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1556 */
+yt_tensor *
+yt_empty_like(yt_tensor *self)
+{
+    return yt_empty_like_ex(self, YT_DTYPE_NONE);
+}
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1556 */
+yt_tensor *
+yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("empty_like", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "empty_like: dtype=%d is not a valid dtype", (int)dtype);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_empty_like(self, dtype);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:1352 */
+ * from ops.yaml:1569 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -160,8 +223,57 @@ yt_zeros_like(yt_tensor *self)
     return yt__scope_track(result);
 }
 
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1576 */
+yt_tensor *
+yt_ones_like(yt_tensor *self)
+{
+    return yt_ones_like_ex(self, YT_DTYPE_NONE);
+}
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1576 */
+yt_tensor *
+yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("ones_like", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "ones_like: dtype=%d is not a valid dtype", (int)dtype);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_ones_like(self, dtype);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1588 */
+yt_tensor *
+yt_full_like(yt_tensor *self, yt_scalar fill_value)
+{
+    return yt_full_like_ex(self, fill_value, YT_DTYPE_NONE);
+}
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1588 */
+yt_tensor *
+yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("full_like", "self"); /* keeps an earlier error */
+    if ((unsigned)fill_value.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "full_like: fill_value has an invalid scalar kind %d",
+                        (int)fill_value.kind);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "full_like: dtype=%d is not a valid dtype", (int)dtype);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_full_like(self, fill_value, dtype);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1359 */
+ * from ops.yaml:1599 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -169,7 +281,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1359 */
+ * from ops.yaml:1599 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -186,7 +298,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
         return yt__fail(YT_ERR_VALUE, "arange: device=%d is not a valid device", (int)device);
     yt_dtype result_dtype = yt__dtype_arange(start, end, step, dtype);
     yt_shape result_shape;
-    if (yt__shape_arange(&result_shape, "arange", start, end, step) != YT_OK)
+    if (yt__shape_arange(&result_shape, "arange", start, end, step, dtype) != YT_OK)
         return NULL;
     yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
     yt__arange_kernel_fn kernel = yt__arange_kernels[result_device];
@@ -203,18 +315,130 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
     return yt__scope_track(result);
 }
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1367 */
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1607 */
+yt_tensor *
+yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
+{
+    return yt_linspace_ex(start, end, steps, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1607 */
+yt_tensor *
+yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt_device device)
+{
+    if ((unsigned)start.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "linspace: start has an invalid scalar kind %d",
+                        (int)start.kind);
+    if ((unsigned)end.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "linspace: end has an invalid scalar kind %d", (int)end.kind);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "linspace: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "linspace: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_factory(dtype);
+    yt_shape result_shape;
+    if (yt__shape_vector(&result_shape, "linspace", steps) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__linspace_kernel_fn kernel = yt__linspace_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "linspace: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, start, end, steps, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1619 */
+yt_tensor *
+yt_eye(int64_t n)
+{
+    return yt_eye_ex(n, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1619 */
+yt_tensor *
+yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
+{
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "eye: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "eye: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_factory(dtype);
+    yt_shape result_shape;
+    if (yt__shape_eye(&result_shape, "eye", n, n) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__eye_kernel_fn kernel = yt__eye_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "eye: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, n, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1630 */
+yt_tensor *
+yt_eye_m(int64_t n, int64_t m)
+{
+    return yt_eye_m_ex(n, m, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1630 */
+yt_tensor *
+yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
+{
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "eye: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "eye: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_factory(dtype);
+    yt_shape result_shape;
+    if (yt__shape_eye(&result_shape, "eye", n, m) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__eye_m_kernel_fn kernel = yt__eye_m_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "eye: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, n, m, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1641 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
-    return yt_rand_ex(size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_rand_ex(size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1367 */
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1641 */
 yt_tensor *
-yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
+           yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -238,7 +462,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -246,18 +470,19 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     return yt__scope_track(result);
 }
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1378 */
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1652 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
-    return yt_randn_ex(size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randn_ex(size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:1378 */
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1652 */
 yt_tensor *
-yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
+            yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -281,10 +506,446 @@ yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
     return yt__scope_track(result);
+}
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1663 */
+yt_tensor *
+yt_rand_like(yt_tensor *self)
+{
+    return yt_rand_like_ex(self, NULL, YT_DTYPE_NONE);
+}
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1663 */
+yt_tensor *
+yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("rand_like", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "rand_like: dtype=%d is not a valid dtype", (int)dtype);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_rand_like(self, generator, dtype);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1673 */
+yt_tensor *
+yt_randn_like(yt_tensor *self)
+{
+    return yt_randn_like_ex(self, NULL, YT_DTYPE_NONE);
+}
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1673 */
+yt_tensor *
+yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("randn_like", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randn_like: dtype=%d is not a valid dtype", (int)dtype);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_randn_like(self, generator, dtype);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1683 */
+yt_tensor *
+yt_randint(int64_t high, const int64_t *size, int size_len)
+{
+    return yt_randint_ex(high, size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1683 */
+yt_tensor *
+yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *generator,
+              yt_dtype dtype, yt_device device)
+{
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "randint: size has %d entries (expected 0..%d, non-NULL when > 0)",
+                        size_len, YT_MAX_DIM);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randint: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randint: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_index(dtype);
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "randint", "size", size, size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__randint_kernel_fn kernel = yt__randint_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, high, size, size_len, generator, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1694 */
+yt_tensor *
+yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
+{
+    return yt_randint_low_ex(low, high, size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1694 */
+yt_tensor *
+yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                  yt_generator *generator, yt_dtype dtype, yt_device device)
+{
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "randint: size has %d entries (expected 0..%d, non-NULL when > 0)",
+                        size_len, YT_MAX_DIM);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randint: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randint: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_index(dtype);
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "randint", "size", size, size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__randint_low_kernel_fn kernel = yt__randint_low_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, low, high, size, size_len, generator, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1704 */
+yt_tensor *
+yt_randperm(int64_t n)
+{
+    return yt_randperm_ex(n, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * from ops.yaml:1704 */
+yt_tensor *
+yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device device)
+{
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randperm: dtype=%d is not a valid dtype", (int)dtype);
+    if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "randperm: device=%d is not a valid device", (int)device);
+    yt_dtype result_dtype = yt__dtype_index(dtype);
+    yt_shape result_shape;
+    if (yt__shape_vector(&result_shape, "randperm", n) != YT_OK)
+        return NULL;
+    yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;
+    yt__randperm_kernel_fn kernel = yt__randperm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "randperm: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, n, generator, dtype, device);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1715 */
+yt_tensor *
+yt_bernoulli(yt_tensor *self)
+{
+    return yt_bernoulli_ex(self, NULL);
+}
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1715 */
+yt_tensor *
+yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_arg("bernoulli", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "bernoulli: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__bernoulli_kernel_fn kernel = yt__bernoulli_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, generator);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1722 */
+yt_tensor *
+yt_bernoulli_p(yt_tensor *self)
+{
+    return yt_bernoulli_p_ex(self, 0.5, NULL);
+}
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1722 */
+yt_tensor *
+yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_arg("bernoulli", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__bernoulli_p_kernel_fn kernel = yt__bernoulli_p_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p, generator);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1722 */
+yt_status
+yt_bernoulli_p_(yt_tensor *self)
+{
+    return yt_bernoulli_p_ex_(self, 0.5, NULL);
+}
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1722 */
+yt_status
+yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_status("bernoulli_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__bernoulli_p_kernel_fn kernel = yt__bernoulli_p_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "bernoulli_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "bernoulli_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, p, generator);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    return status;
+}
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1733 */
+yt_tensor *
+yt_normal(yt_tensor *self)
+{
+    return yt_normal_ex(self, 0.0, 1.0, NULL);
+}
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1733 */
+yt_tensor *
+yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_arg("normal", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "normal: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__normal_kernel_fn kernel = yt__normal_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "normal: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std, generator);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1733 */
+yt_status
+yt_normal_(yt_tensor *self)
+{
+    return yt_normal_ex_(self, 0.0, 1.0, NULL);
+}
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1733 */
+yt_status
+yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_status("normal_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "normal_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__normal_kernel_fn kernel = yt__normal_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "normal_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "normal_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mean, std, generator);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    return status;
+}
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1745 */
+yt_tensor *
+yt_uniform(yt_tensor *self)
+{
+    return yt_uniform_ex(self, 0.0, 1.0, NULL);
+}
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1745 */
+yt_tensor *
+yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_arg("uniform", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "uniform: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__uniform_kernel_fn kernel = yt__uniform_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "uniform: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to, generator);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1745 */
+yt_status
+yt_uniform_(yt_tensor *self)
+{
+    return yt_uniform_ex_(self, 0.0, 1.0, NULL);
+}
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:1745 */
+yt_status
+yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
+{
+    if (self == NULL)
+        return yt__null_status("uniform_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "uniform_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__uniform_kernel_fn kernel = yt__uniform_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "uniform_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "uniform_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, from, to, generator);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    return status;
 }

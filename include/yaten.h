@@ -7,6 +7,7 @@
 #include "yaten/error.h"
 #include "yaten/tensor.h"
 #include "yaten/autograd.h"
+#include "yaten/random.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif

@@ -196,10 +196,11 @@ YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
 /* Result shape of a reduction over `dim` (already wrapped; dim_len 0 means all dims). */
 YT_INTERNAL yt_status yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self,
                                        const int64_t *dim, int dim_len, bool keepdim);
-/* Length of arange(start, end, step). Errors: step 0, step of the wrong sign, non-finite bounds,
+/* Length of arange(start, end, step); an integral `dtype` counts with the bounds truncated to
+ * integers, as PyTorch does. Errors: step 0, step of the wrong sign, non-finite bounds,
  * a length that overflows. */
 YT_INTERNAL yt_status yt__shape_arange(yt_shape *out, const char *op, yt_scalar start,
-                                       yt_scalar end, yt_scalar step);
+                                       yt_scalar end, yt_scalar step, yt_dtype dtype);
 /* A shape from an `int[] size` argument. Errors: negative sizes, more than YT_MAX_DIM dims, an
  * element count that overflows. */
 YT_INTERNAL yt_status yt__shape_from_sizes(yt_shape *out, const char *op, const char *arg,
@@ -218,6 +219,21 @@ YT_INTERNAL yt_dtype yt__dtype_div_mode(yt_tensor *self, yt_tensor *other,
                                         const char *rounding_mode);
 YT_INTERNAL yt_dtype yt__dtype_div_scalar_mode(yt_tensor *self, yt_scalar other,
                                                const char *rounding_mode);
+
+/* Creation rules (kernels/cpu/factory_rules.c). */
+/* Result dtype of full: `dtype` when given, else bool, i64 or f32 after fill_value's kind. */
+YT_INTERNAL yt_dtype yt__dtype_full(yt_scalar fill_value, yt_dtype dtype);
+/* Result dtype of index factories (randint, randperm): `dtype` when given, else i64. */
+YT_INTERNAL yt_dtype yt__dtype_index(yt_dtype dtype);
+/* A 1-D shape of `n` elements (linspace steps, randperm n). Errors: n < 0. */
+YT_INTERNAL yt_status yt__shape_vector(yt_shape *out, const char *op, int64_t n);
+/* The n x m shape of eye. Errors: n < 0 or m < 0. */
+YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, int64_t m);
+/* Result shape of a class-index loss (kernels/composite/loss_targets.c): target's shape for
+ * reduction "none", else 0-D; validates the self/target/weight (NULL: none) shapes. */
+YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
+                                           yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */
@@ -352,6 +368,26 @@ YT_INTERNAL yt_tensor *yt__saved_unpack(yt_saved *saved, yt_node *owner, const c
 YT_INTERNAL void yt__saved_release(yt_saved *saved);
 /* yt__saved_unpack for a Tensor? argument: NULL without an error when it was saved as None. */
 YT_INTERNAL yt_tensor *yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name);
+/* A Tensor[] argument saved element by element (NULL elements stay None): *saved becomes an array
+ * of n, freed by yt__saved_list_release. */
+YT_INTERNAL yt_status yt__saved_list_init(yt_saved **saved, yt_tensor *const *ts, int n);
+/* A malloc'd array of n new references (NULL for None elements), or NULL with the error set;
+ * release it with yt__release_list. */
+YT_INTERNAL yt_tensor **yt__saved_list_unpack(yt_saved *saved, int n, yt_node *owner,
+                                              const char *name);
+YT_INTERNAL void yt__saved_list_release(yt_saved **saved, int n);
+/* Releases n tensors and frees the array holding them (NULL: nothing). */
+YT_INTERNAL void yt__release_list(yt_tensor **ts, int n);
+/* True when the node needs the gradient of any of its inputs start .. start + n - 1 (the elements
+ * of a Tensor[] argument). */
+static inline bool
+yt__needs_any_grad(const yt_node *node, int start, int n)
+{
+    for (int i = start; i < start + n; i++)
+        if (node->needs_grad[i])
+            return true;
+    return false;
+}
 
 /* ---------------------------------------------------------------- random numbers */
 
@@ -367,6 +403,13 @@ YT_INTERNAL yt_generator *yt__default_generator(void);
 YT_INTERNAL uint64_t yt__generator_reserve(yt_generator *gen, uint64_t n_blocks);
 /* Block `counter` of the stream for `seed`. */
 YT_INTERNAL void yt__philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* What a random kernel draws from: its seed and the first of the blocks it reserved. */
+typedef struct yt__philox_stream {
+    uint64_t seed;
+    uint64_t counter;
+} yt__philox_stream;
+/* Reserves `n_blocks` blocks of `gen` (NULL: the default generator) for one op. */
+YT_INTERNAL yt__philox_stream yt__generator_stream(yt_generator *gen, uint64_t n_blocks);
 
 /* ---------------------------------------------------------------- support for generated op functions
  * (runtime/op_support.c) */
@@ -376,6 +419,24 @@ YT_INTERNAL void yt__philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
 YT_INTERNAL yt_tensor *yt__null_arg(const char *op, const char *arg);
 /* The same for functions returning yt_status: the recorded (or new) error code. */
 YT_INTERNAL yt_status yt__null_status(const char *op, const char *arg);
+/* -1, the error return of functions returning a count (-> Tensor[] ops):
+ * `return yt__count_error(yt__fail_status(...));` */
+static inline int64_t
+yt__count_error(yt_status status)
+{
+    (void)status;
+    return -1;
+}
+/* For -> Tensor[] composites: YT_OK when `count` pieces fit in out_capacity (or out is NULL: only
+ * counting); otherwise records "OP: out_capacity=1 is too small for the 3 results" (YT_ERR_VALUE). */
+static inline yt_status
+yt__check_capacity(const char *op, int64_t count, yt_tensor **out, int64_t out_capacity)
+{
+    if (out == NULL || count <= out_capacity)
+        return YT_OK;
+    return yt__fail_status(YT_ERR_VALUE, "%s: out_capacity=%lld is too small for the %lld results",
+                           op, (long long)out_capacity, (long long)count);
+}
 /* The recorded error code, or YT_ERR_INTERNAL when a NULL arrived without one. */
 YT_INTERNAL yt_status yt__last_status(void);
 /* A contiguous copy of `t` converted to `dtype`, outside autograd (inputs of kernels). */

@@ -2,6 +2,8 @@
  * SC'11), the counter-based generator PyTorch and cuRAND use. Block `counter` of the stream
  * for `seed` is a pure function of the two, so any thread (or GPU) can compute any part of a
  * stream, and a generator's whole state is (seed, offset). */
+#include <stdlib.h>
+
 #include "internal.h"
 
 /* PyTorch's default seed, so an unseeded program is still reproducible. */
@@ -59,6 +61,85 @@ yt__generator_reserve(yt_generator *gen, uint64_t n_blocks)
 void
 yt_manual_seed(uint64_t seed)
 {
-    __atomic_store_n(&default_generator.seed, seed, __ATOMIC_RELAXED);
-    __atomic_store_n(&default_generator.offset, 0, __ATOMIC_RELAXED);
+    yt_generator_manual_seed(NULL, seed);
+}
+
+/* ---------------------------------------------------------------- public generator objects */
+
+static yt_generator *
+resolve(yt_generator *gen)
+{
+    return gen != NULL ? gen : &default_generator;
+}
+
+yt_generator *
+yt_generator_create(uint64_t seed)
+{
+    yt_generator *gen = malloc(sizeof *gen);
+    if (gen == NULL) {
+        yt__fail(YT_ERR_NOMEM, "generator_create: out of memory");
+        return NULL;
+    }
+    gen->seed = seed;
+    gen->offset = 0;
+    return gen;
+}
+
+void
+yt_generator_release(yt_generator *gen)
+{
+    if (gen != NULL && gen != &default_generator)
+        free(gen);
+}
+
+yt_generator *
+yt_default_generator(void)
+{
+    return &default_generator;
+}
+
+void
+yt_generator_manual_seed(yt_generator *gen, uint64_t seed)
+{
+    gen = resolve(gen);
+    __atomic_store_n(&gen->seed, seed, __ATOMIC_RELAXED);
+    __atomic_store_n(&gen->offset, 0, __ATOMIC_RELAXED);
+}
+
+uint64_t
+yt_generator_initial_seed(const yt_generator *gen)
+{
+    return __atomic_load_n(&resolve((yt_generator *)gen)->seed, __ATOMIC_RELAXED);
+}
+
+yt_status
+yt_generator_get_state(const yt_generator *gen, yt_generator_state *state)
+{
+    if (state == NULL)
+        return yt__fail_status(YT_ERR_VALUE, "generator_get_state: state is NULL");
+    yt_generator *g = resolve((yt_generator *)gen);
+    state->seed = __atomic_load_n(&g->seed, __ATOMIC_RELAXED);
+    state->offset = __atomic_load_n(&g->offset, __ATOMIC_RELAXED);
+    return YT_OK;
+}
+
+yt_status
+yt_generator_set_state(yt_generator *gen, const yt_generator_state *state)
+{
+    if (state == NULL)
+        return yt__fail_status(YT_ERR_VALUE, "generator_set_state: state is NULL");
+    gen = resolve(gen);
+    __atomic_store_n(&gen->seed, state->seed, __ATOMIC_RELAXED);
+    __atomic_store_n(&gen->offset, state->offset, __ATOMIC_RELAXED);
+    return YT_OK;
+}
+
+yt__philox_stream
+yt__generator_stream(yt_generator *gen, uint64_t n_blocks)
+{
+    gen = resolve(gen);
+    yt__philox_stream s;
+    s.seed = __atomic_load_n(&gen->seed, __ATOMIC_RELAXED);
+    s.counter = yt__generator_reserve(gen, n_blocks);
+    return s;
 }

@@ -133,19 +133,47 @@ arange_length_double(int64_t *len, const char *op, double start, double end, dou
     return YT_OK;
 }
 
+/* A float bound truncated toward zero for an integral arange; false when it is not finite or
+ * does not fit int64. */
+static bool
+truncate_bound(int64_t *out, yt_scalar s)
+{
+    if (s.kind != YT_SCALAR_FLOAT) {
+        *out = yt__scalar_to_i64(s);
+        return true;
+    }
+    double t = trunc(s.v.f);
+    if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+        return false;
+    *out = (int64_t)t;
+    return true;
+}
+
 yt_status
-yt__shape_arange(yt_shape *out, const char *op, yt_scalar start, yt_scalar end, yt_scalar step)
+yt__shape_arange(yt_shape *out, const char *op, yt_scalar start, yt_scalar end, yt_scalar step,
+                 yt_dtype dtype)
 {
     int64_t len = 0;
     yt_status st;
-    bool integral = start.kind != YT_SCALAR_FLOAT && end.kind != YT_SCALAR_FLOAT &&
-                    step.kind != YT_SCALAR_FLOAT;
-    if (integral)
-        st = arange_length_int(&len, op, yt__scalar_to_i64(start), yt__scalar_to_i64(end),
-                               yt__scalar_to_i64(step));
-    else
+    /* An integral result counts in integers, with float bounds truncated as PyTorch does:
+     * arange(0, 5.5, 1.5, dtype=i64) is [0, 1, 2, 3, 4]. */
+    bool integral = dtype != YT_DTYPE_NONE
+                        ? !yt_dtype_is_floating(dtype)
+                        : start.kind != YT_SCALAR_FLOAT && end.kind != YT_SCALAR_FLOAT &&
+                              step.kind != YT_SCALAR_FLOAT;
+    if (integral) {
+        int64_t a, b, c;
+        if (!truncate_bound(&a, start) || !truncate_bound(&b, end) || !truncate_bound(&c, step))
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "%s: start=%g, end=%g and step=%g must be finite and fit in "
+                                   "int64 for an integral result",
+                                   op, yt__scalar_to_double(start), yt__scalar_to_double(end),
+                                   yt__scalar_to_double(step));
+        st = arange_length_int(&len, op, a, b, c);
+    } else {
         st = arange_length_double(&len, op, yt__scalar_to_double(start), yt__scalar_to_double(end),
                                   yt__scalar_to_double(step));
+    }
     if (st != YT_OK)
         return st;
     out->dim = 1;

@@ -2535,24 +2535,498 @@ def case_446(self):
     return torch.ops.aten.contiguous(self)
 
 
-def case_447():
-    """zeros (ops.yaml:1328 sample 0)"""
+def case_447(input):
+    """dropout (ops.yaml:1332 sample 0)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_448(input):
+    """dropout (ops.yaml:1332 sample 1)"""
+    p = 0.25
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_449(input):
+    """dropout (ops.yaml:1332 sample 2)"""
+    p = 0.5
+    train = False
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_450(input):
+    """dropout (ops.yaml:1332 sample 3)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_451(input):
+    """dropout (ops.yaml:1332 sample 4)"""
+    p = 1.0
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_452(self, target):
+    """mse_loss (ops.yaml:1346 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_453(self, target):
+    """mse_loss (ops.yaml:1346 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_454(self, target):
+    """mse_loss (ops.yaml:1346 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_455(self, target):
+    """mse_loss (ops.yaml:1346 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_456(self, target):
+    """mse_loss (ops.yaml:1346 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_457(self, target):
+    """l1_loss (ops.yaml:1361 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_458(self, target):
+    """l1_loss (ops.yaml:1361 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_459(self, target):
+    """l1_loss (ops.yaml:1361 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_460(self, target):
+    """l1_loss (ops.yaml:1361 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_461(self, target):
+    """l1_loss (ops.yaml:1361 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_462(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 0)"""
+    reduction = 'mean'
+    beta = 0.5
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_463(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 1)"""
+    reduction = 'none'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_464(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 2)"""
+    reduction = 'sum'
+    beta = 0.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_465(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 3)"""
+    reduction = 'mean'
+    beta = 2.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_466(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 4)"""
+    reduction = 'sum'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_467(self, target):
+    """smooth_l1_loss (ops.yaml:1376 sample 5)"""
+    reduction = 'mean'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_468(self, target):
+    """huber_loss (ops.yaml:1392 sample 0)"""
+    reduction = 'mean'
+    delta = 0.5
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_469(self, target):
+    """huber_loss (ops.yaml:1392 sample 1)"""
+    reduction = 'none'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_470(self, target):
+    """huber_loss (ops.yaml:1392 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_471(self, target):
+    """huber_loss (ops.yaml:1392 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_472(self, target):
+    """huber_loss (ops.yaml:1392 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_473(self, target):
+    """binary_cross_entropy (ops.yaml:1408 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_474(self, target):
+    """binary_cross_entropy (ops.yaml:1408 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_475(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1408 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_476(self, target):
+    """binary_cross_entropy (ops.yaml:1408 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_477(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1408 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_478(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1408 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_479(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_480(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 1)"""
+    pos_weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_481(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_482(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_483(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_484(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 5)"""
+    weight = None
+    pos_weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_485(self, target):
+    """nll_loss (ops.yaml:1447 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_486(self, target, weight):
+    """nll_loss (ops.yaml:1447 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_487(self, target, weight):
+    """nll_loss (ops.yaml:1447 sample 2)"""
+    reduction = 'none'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_488(self, target):
+    """nll_loss (ops.yaml:1447 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 3
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_489(self, target, weight):
+    """nll_loss (ops.yaml:1447 sample 4)"""
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_490(self, target):
+    """nll_loss (ops.yaml:1447 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_491(self, target):
+    """cross_entropy_loss (ops.yaml:1470 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_492(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_493(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 2)"""
+    reduction = 'mean'
+    ignore_index = 3
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_494(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 3)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_495(self, target):
+    """cross_entropy_loss (ops.yaml:1470 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_496(self, target):
+    """cross_entropy_loss (ops.yaml:1470 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.3
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_497(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 6)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_498(self, target):
+    """cross_entropy_loss (ops.yaml:1470 sample 7)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_499(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 8)"""
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.25
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_500(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 9)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_501(self, target):
+    """cross_entropy_loss (ops.yaml:1470 sample 10)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_502(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1470 sample 11)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_503(self, target):
+    """cross_entropy_index (ops.yaml:1495 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_504(self, target):
+    """cross_entropy_index (ops.yaml:1495 sample 1)"""
+    weight = None
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_505(self, target):
+    """cross_entropy_index (ops.yaml:1495 sample 2)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_506(self, target):
+    """cross_entropy_index (ops.yaml:1495 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_507(self, target):
+    """cross_entropy_index (ops.yaml:1495 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_508():
+    """empty (ops.yaml:1521 sample 0)"""
+    size = [2, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_509():
+    """empty (ops.yaml:1521 sample 1)"""
+    size = [0, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_510():
+    """empty (ops.yaml:1521 sample 2)"""
+    size = []
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_511():
+    """zeros (ops.yaml:1528 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_448():
-    """ones (ops.yaml:1336 sample 0)"""
+def case_512():
+    """ones (ops.yaml:1536 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_449():
-    """full (ops.yaml:1344 sample 0)"""
+def case_513():
+    """full (ops.yaml:1551 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2560,8 +3034,89 @@ def case_449():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_450():
-    """arange (ops.yaml:1359 sample 0)"""
+def case_514():
+    """full (ops.yaml:1551 sample 1)"""
+    size = [2, 3]
+    fill_value = 7
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_515():
+    """full (ops.yaml:1551 sample 2)"""
+    size = [0]
+    fill_value = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_516(self):
+    """empty_like (ops.yaml:1562 sample 0)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_517(self):
+    """empty_like (ops.yaml:1562 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_518(self):
+    """empty_like (ops.yaml:1562 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_519(self):
+    """ones_like (ops.yaml:1582 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_520(self):
+    """ones_like (ops.yaml:1582 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_521(self):
+    """ones_like (ops.yaml:1582 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_522(self):
+    """ones_like (ops.yaml:1582 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_523(self):
+    """full_like (ops.yaml:1594 sample 0)"""
+    fill_value = 2.5
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_524(self):
+    """full_like (ops.yaml:1594 sample 1)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_525(self):
+    """full_like (ops.yaml:1594 sample 2)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_526():
+    """arange (ops.yaml:1599 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2570,30 +3125,242 @@ def case_450():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_451():
-    """rand (ops.yaml:1367 sample 0)"""
-    size = [2, 3]
+def case_527():
+    """linspace (ops.yaml:1614 sample 0)"""
+    start = 0
+    end = 1
+    steps = 5
     dtype = None
     device = None
-    return torch.ops.aten.rand(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_452():
-    """randn (ops.yaml:1378 sample 0)"""
-    size = [2, 3]
+def case_528():
+    """linspace (ops.yaml:1614 sample 1)"""
+    start = -2.5
+    end = 3
+    steps = 1
     dtype = None
     device = None
-    return torch.ops.aten.randn(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_453(self):
-    """sum_to (ops.yaml:1397 sample 0)"""
+def case_529():
+    """linspace (ops.yaml:1614 sample 2)"""
+    start = 0
+    end = 1
+    steps = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
+
+
+def case_530():
+    """eye (ops.yaml:1626 sample 0)"""
+    n = 3
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_531():
+    """eye (ops.yaml:1626 sample 1)"""
+    n = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_532():
+    """eye.m (ops.yaml:1637 sample 0)"""
+    n = 2
+    m = 4
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_533():
+    """eye.m (ops.yaml:1637 sample 1)"""
+    n = 4
+    m = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_534():
+    """rand (ops.yaml:1641 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_535():
+    """randn (ops.yaml:1652 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_536(self):
+    """rand_like (ops.yaml:1669 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_537(self):
+    """rand_like (ops.yaml:1669 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_538(self):
+    """randn_like (ops.yaml:1679 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_539(self):
+    """randn_like (ops.yaml:1679 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_540():
+    """randint (ops.yaml:1690 sample 0)"""
+    high = 10
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_541():
+    """randint (ops.yaml:1690 sample 1)"""
+    high = 10
+    size = [0]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_542():
+    """randint.low (ops.yaml:1701 sample 0)"""
+    low = -5
+    high = 5
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_543():
+    """randperm (ops.yaml:1711 sample 0)"""
+    n = 10
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_544():
+    """randperm (ops.yaml:1711 sample 1)"""
+    n = 0
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_545(self):
+    """bernoulli.p (ops.yaml:1728 sample 0)"""
+    p = 0.25
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_546(self):
+    """bernoulli.p (ops.yaml:1728 sample 1)"""
+    p = 0.75
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_547(self):
+    """bernoulli.p (ops.yaml:1728 sample 2)"""
+    p = 0.5
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_548(self):
+    """normal (ops.yaml:1739 sample 0)"""
+    mean = 1.0
+    std = 2.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_549(self):
+    """normal (ops.yaml:1739 sample 1)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_550(self):
+    """normal (ops.yaml:1739 sample 2)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_551(self):
+    """uniform (ops.yaml:1751 sample 0)"""
+    from_ = -1.0
+    to = 3.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_552(self):
+    """uniform (ops.yaml:1751 sample 1)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_553(self):
+    """uniform (ops.yaml:1751 sample 2)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_554(self):
+    """sum_to (ops.yaml:1764 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_454(self):
-    """sum_to (ops.yaml:1397 sample 1)"""
+def case_555(self):
+    """sum_to (ops.yaml:1764 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3940,28 +4707,331 @@ CASES = [
     dict(op="contiguous", where="ops.yaml:1308 sample 0", fn=case_446, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1328 sample 0", fn=case_447, tensors=[],
+    dict(op="dropout", where="ops.yaml:1332 sample 0", fn=case_447, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1332 sample 1", fn=case_448, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1332 sample 2", fn=case_449, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1332 sample 3", fn=case_450, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:1332 sample 4", fn=case_451, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:1346 sample 0", fn=case_452, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1346 sample 1", fn=case_453, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1346 sample 2", fn=case_454, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1346 sample 3", fn=case_455, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:1346 sample 4", fn=case_456, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1361 sample 0", fn=case_457, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1361 sample 1", fn=case_458, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1361 sample 2", fn=case_459, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1361 sample 3", fn=case_460, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:1361 sample 4", fn=case_461, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 0", fn=case_462, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 1", fn=case_463, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 2", fn=case_464, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 3", fn=case_465, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 4", fn=case_466, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 5", fn=case_467, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1392 sample 0", fn=case_468, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1392 sample 1", fn=case_469, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1392 sample 2", fn=case_470, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1392 sample 3", fn=case_471, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:1392 sample 4", fn=case_472, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 1", fn=case_474, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 2", fn=case_475, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 3", fn=case_476, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 4", fn=case_477, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 5", fn=case_478, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 0", fn=case_479, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 1", fn=case_480, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 2", fn=case_481, tensors=["self", "target", "weight", "pos_weight"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 3", fn=case_482, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 4", fn=case_483, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 5", fn=case_484, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 0", fn=case_485, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 1", fn=case_486, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 2", fn=case_487, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 3", fn=case_488, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 4", fn=case_489, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:1447 sample 5", fn=case_490, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 0", fn=case_491, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 1", fn=case_492, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 2", fn=case_493, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 3", fn=case_494, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 4", fn=case_495, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 5", fn=case_496, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 6", fn=case_497, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 7", fn=case_498, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 8", fn=case_499, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 9", fn=case_500, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 10", fn=case_501, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 11", fn=case_502, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 0", fn=case_503, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 1", fn=case_504, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 2", fn=case_505, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 3", fn=case_506, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 4", fn=case_507, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:1521 sample 0", fn=case_508, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1336 sample 0", fn=case_448, tensors=[],
+    dict(op="empty", where="ops.yaml:1521 sample 1", fn=case_509, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1344 sample 0", fn=case_449, tensors=[],
+    dict(op="empty", where="ops.yaml:1521 sample 2", fn=case_510, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1359 sample 0", fn=case_450, tensors=[],
+    dict(op="zeros", where="ops.yaml:1528 sample 0", fn=case_511, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1367 sample 0", fn=case_451, tensors=[],
+    dict(op="ones", where="ops.yaml:1536 sample 0", fn=case_512, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1378 sample 0", fn=case_452, tensors=[],
+    dict(op="full", where="ops.yaml:1551 sample 0", fn=case_513, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1397 sample 0", fn=case_453, tensors=["self"],
+    dict(op="full", where="ops.yaml:1551 sample 1", fn=case_514, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:1551 sample 2", fn=case_515, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:1562 sample 0", fn=case_516, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:1562 sample 1", fn=case_517, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:1562 sample 2", fn=case_518, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:1582 sample 0", fn=case_519, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:1582 sample 1", fn=case_520, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:1582 sample 2", fn=case_521, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:1582 sample 3", fn=case_522, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:1594 sample 0", fn=case_523, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:1594 sample 1", fn=case_524, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:1594 sample 2", fn=case_525, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="arange", where="ops.yaml:1599 sample 0", fn=case_526, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:1614 sample 0", fn=case_527, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:1614 sample 1", fn=case_528, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:1614 sample 2", fn=case_529, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:1626 sample 0", fn=case_530, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:1626 sample 1", fn=case_531, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:1637 sample 0", fn=case_532, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:1637 sample 1", fn=case_533, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:1641 sample 0", fn=case_534, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randn", where="ops.yaml:1652 sample 0", fn=case_535, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:1669 sample 0", fn=case_536, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:1669 sample 1", fn=case_537, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:1679 sample 0", fn=case_538, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:1679 sample 1", fn=case_539, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randint", where="ops.yaml:1690 sample 0", fn=case_540, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint", where="ops.yaml:1690 sample 1", fn=case_541, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint.low", where="ops.yaml:1701 sample 0", fn=case_542, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:1711 sample 0", fn=case_543, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:1711 sample 1", fn=case_544, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:1728 sample 0", fn=case_545, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:1728 sample 1", fn=case_546, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:1728 sample 2", fn=case_547, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:1739 sample 0", fn=case_548, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:1739 sample 1", fn=case_549, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:1739 sample 2", fn=case_550, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:1751 sample 0", fn=case_551, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:1751 sample 1", fn=case_552, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:1751 sample 2", fn=case_553, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="sum_to", where="ops.yaml:1764 sample 0", fn=case_554, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1397 sample 1", fn=case_454, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1764 sample 1", fn=case_555, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

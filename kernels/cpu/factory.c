@@ -1,12 +1,10 @@
-/* Factories on the CPU: zeros, ones, full, zeros_like, arange, rand, randn.
- *
- * Random numbers come from the default Philox generator: a call reserves the blocks it needs,
- * and element i always takes the same words of that range, so a seed gives the same tensor
- * whatever the thread count. */
+/* Factories on the CPU: empty, zeros, ones, full, zeros_like, arange, linspace, eye. Random
+ * factories are in random.c. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
+#include "factory.h"
 #include "kernels.h"
 
 /* One element of any dtype; the unsigned members read its bytes back for filling. */
@@ -256,150 +254,72 @@ yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end, yt_scalar step
     return YT_OK;
 }
 
-/* ---------------------------------------------------------------- random numbers */
-
-/* Uniform [0, 1) values keep only as many bits of a word as the dtype's significand holds, so
- * rounding can never produce 1.0. */
-static inline float
-uniform_f32(uint32_t w)
-{
-    return (float)(w >> 8) * 0x1p-24f;
-}
-
-static inline double
-uniform_f64(uint32_t hi, uint32_t lo)
-{
-    return (double)(((uint64_t)hi << 21) | (lo >> 11)) * 0x1p-53;
-}
-
-/* Element `i` of a rand tensor from its words (two for f64, one otherwise). */
-static void
-put_uniform(char *data, yt_dtype dtype, int64_t i, const uint32_t *w)
-{
-    switch (dtype) {
-    case YT_DTYPE_F64:
-        ((double *)data)[i] = uniform_f64(w[0], w[1]);
-        break;
-    case YT_DTYPE_F32:
-        ((float *)data)[i] = uniform_f32(w[0]);
-        break;
-    case YT_DTYPE_F16: /* 11 significant bits: exact in f16 */
-        ((uint16_t *)data)[i] = yt__f32_to_f16((float)(w[0] >> 21) * 0x1p-11f);
-        break;
-    default: /* bf16, 8 significant bits */
-        ((uint16_t *)data)[i] = yt__f32_to_bf16((float)(w[0] >> 24) * 0x1p-8f);
-        break;
-    }
-}
-
-/* Stores element `i` of a floating tensor, if it exists (the last Box-Muller pair may have only
- * one). */
-static void
-put_normal(char *data, yt_dtype dtype, int64_t n, int64_t i, double v)
-{
-    if (i >= n)
-        return;
-    switch (dtype) {
-    case YT_DTYPE_F64:
-        ((double *)data)[i] = v;
-        break;
-    case YT_DTYPE_F32:
-        ((float *)data)[i] = (float)v;
-        break;
-    case YT_DTYPE_F16:
-        ((uint16_t *)data)[i] = yt__f32_to_f16((float)v);
-        break;
-    default:
-        ((uint16_t *)data)[i] = yt__f32_to_bf16((float)v);
-        break;
-    }
-}
-
-static yt_status
-check_floating(const char *op, yt_dtype dtype)
-{
-    if (yt_dtype_is_floating(dtype))
-        return YT_OK;
-    return yt__fail_status(YT_ERR_DTYPE, "%s: dtype %s is not a floating dtype", op,
-                           yt_dtype_name(dtype));
-}
-
 yt_status
-yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt__cpu_empty(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype,
+              yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device;
-    yt_dtype out = result->dtype;
-    if (check_floating("rand", out) != YT_OK)
-        return yt__last_status();
-    int64_t n = result->numel;
-    if (n == 0)
-        return YT_OK;
-    const int per_elem = out == YT_DTYPE_F64 ? 2 : 1; /* words */
-    const int per_block = 4 / per_elem;               /* elements */
-    int64_t n_blocks = (n + per_block - 1) / per_block;
-    yt_generator *gen = yt__default_generator();
-    uint64_t seed = gen->seed;
-    uint64_t counter = yt__generator_reserve(gen, (uint64_t)n_blocks);
-    char *data = yt__data_ptr(result);
+    /* Zeroed although the contents are unspecified: reused allocator blocks would otherwise make
+     * programs that read them nondeterministic, and one memset is cheap next to first use. */
+    fill_zeros(result);
+    return YT_OK;
+}
 
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(seed, counter + (uint64_t)b, w);
-        for (int j = 0; j < per_block && b * per_block + j < n; j++)
-            put_uniform(data, out, b * per_block + j, w + j * per_elem);
+/* PyTorch's linspace: step = (end - start) / (steps - 1), the first half counted up from start
+ * and the second half down from end, so both ends are exact; integral dtypes truncate. */
+yt_status
+yt__cpu_linspace(yt_tensor *result, yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
+                 yt_device device)
+{
+    (void)dtype, (void)device;
+    yt_dtype out = result->dtype;
+    double a = yt__scalar_to_double(start), b = yt__scalar_to_double(end);
+    if (!yt_dtype_is_floating(out)) {
+        int64_t lo = 0, hi = 0;
+        int_range(out, &lo, &hi);
+        if (out == YT_DTYPE_BOOL)
+            lo = 0, hi = 1;
+        double lim_lo = (double)lo, lim_hi = (double)hi + 1.0;
+        if (!(a >= lim_lo && a < lim_hi && b >= lim_lo && b < lim_hi))
+            return yt__fail_status(YT_ERR_VALUE, "linspace: start=%g and end=%g do not fit in %s",
+                                   a, b, yt_dtype_name(out));
+    }
+    char *data = yt__data_ptr(result);
+    if (steps == 1)
+        yt__store_double(data, out, 0, a);
+    if (steps <= 1)
+        return YT_OK;
+    double step = (b - a) / (double)(steps - 1);
+    int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i < half ? a + step * (double)i : b - step * (double)(steps - 1 - i);
+        yt__store_double(data, out, i, v);
     }
     return YT_OK;
 }
 
-/* Box-Muller: each pair of uniforms (u1, u2) gives two independent normals,
- * sqrt(-2 ln u1) * (cos 2 pi u2, sin 2 pi u2). u1 is taken from (0, 1] so the log is finite. */
-yt_status
-yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype,
-              yt_device device)
+static void
+eye_fill(yt_tensor *result)
 {
-    (void)size, (void)size_len, (void)dtype, (void)device;
-    const double two_pi = 6.283185307179586476925286766559;
-    yt_dtype out = result->dtype;
-    if (check_floating("randn", out) != YT_OK)
-        return yt__last_status();
-    int64_t n = result->numel;
-    if (n == 0)
-        return YT_OK;
-    const int per_pair = out == YT_DTYPE_F64 ? 4 : 2; /* words */
-    const int per_block = 4 / per_pair;               /* pairs */
-    int64_t n_pairs = (n + 1) / 2;
-    int64_t n_blocks = (n_pairs + per_block - 1) / per_block;
-    yt_generator *gen = yt__default_generator();
-    uint64_t seed = gen->seed;
-    uint64_t counter = yt__generator_reserve(gen, (uint64_t)n_blocks);
+    fill_zeros(result);
+    int64_t n = result->sizes[0], m = result->sizes[1];
     char *data = yt__data_ptr(result);
+    for (int64_t i = 0; i < n && i < m; i++)
+        yt__store_double(data, result->dtype, i * m + i, 1.0);
+}
 
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(seed, counter + (uint64_t)b, w);
-        for (int j = 0; j < per_block; j++) {
-            int64_t pair = b * per_block + j;
-            if (pair >= n_pairs)
-                break;
-            const uint32_t *pw = w + j * per_pair;
-            double z0, z1;
-            if (out == YT_DTYPE_F64) {
-                double r = sqrt(-2.0 * log(1.0 - uniform_f64(pw[0], pw[1])));
-                double theta = two_pi * uniform_f64(pw[2], pw[3]);
-                z0 = r * cos(theta);
-                z1 = r * sin(theta);
-            } else {
-                /* float math: the uniforms carry 24 bits, and f32 results need no more */
-                float r = sqrtf(-2.0f * logf(1.0f - uniform_f32(pw[0])));
-                float theta = (float)two_pi * uniform_f32(pw[1]);
-                z0 = r * cosf(theta);
-                z1 = r * sinf(theta);
-            }
-            put_normal(data, out, n, 2 * pair, z0);
-            put_normal(data, out, n, 2 * pair + 1, z1);
-        }
-    }
+yt_status
+yt__cpu_eye(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device)
+{
+    (void)n, (void)dtype, (void)device;
+    eye_fill(result);
+    return YT_OK;
+}
+
+yt_status
+yt__cpu_eye_m(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype, yt_device device)
+{
+    (void)n, (void)m, (void)dtype, (void)device;
+    eye_fill(result);
     return YT_OK;
 }

@@ -2,6 +2,8 @@
  * are kept as a detached alias, because the output holds its grad_fn and the grad_fn holds what
  * it saved: keeping the output itself would be a cycle that never frees. The version of the
  * storage at save time lets backward detect in-place writes since. */
+#include <stdlib.h>
+
 #include "internal.h"
 
 static uint64_t
@@ -74,4 +76,67 @@ yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name)
     if (saved->tensor == NULL && !saved->defined)
         return NULL; /* the optional tensor was not given */
     return yt__saved_unpack(saved, owner, name);
+}
+
+yt_status
+yt__saved_list_init(yt_saved **saved, yt_tensor *const *ts, int n)
+{
+    *saved = calloc(n > 0 ? (size_t)n : 1, sizeof(yt_saved));
+    if (*saved == NULL)
+        return yt__fail_status(YT_ERR_NOMEM, "backward: out of memory saving %d tensors", n);
+    for (int i = 0; i < n; i++) {
+        yt_status st = yt__saved_init(&(*saved)[i], ts[i], false, 0);
+        if (st != YT_OK)
+            return st; /* the node's release_saved frees what was saved */
+    }
+    return YT_OK;
+}
+
+yt_tensor **
+yt__saved_list_unpack(yt_saved *saved, int n, yt_node *owner, const char *name)
+{
+    if (saved == NULL) {
+        if (owner != NULL && owner->saved_released)
+            yt__fail(YT_ERR_STATE,
+                     "%s: tried to backward through the graph a second time (its saved tensors "
+                     "were freed); pass retain_graph=true to the first backward",
+                     owner->kind->op_name);
+        else
+            yt__fail(YT_ERR_INTERNAL, "backward: saved tensor list '%s' was never saved", name);
+        return NULL;
+    }
+    yt_tensor **ts = calloc(n > 0 ? (size_t)n : 1, sizeof(yt_tensor *));
+    if (ts == NULL) {
+        yt__fail(YT_ERR_NOMEM, "backward: out of memory unpacking %d tensors", n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        ts[i] = yt__saved_unpack_optional(&saved[i], owner, name);
+        if (ts[i] == NULL && saved[i].defined) {
+            yt__release_list(ts, i);
+            return NULL;
+        }
+    }
+    return ts;
+}
+
+void
+yt__saved_list_release(yt_saved **saved, int n)
+{
+    if (*saved == NULL)
+        return;
+    for (int i = 0; i < n; i++)
+        yt__saved_release(&(*saved)[i]);
+    free(*saved);
+    *saved = NULL;
+}
+
+void
+yt__release_list(yt_tensor **ts, int n)
+{
+    if (ts == NULL)
+        return;
+    for (int i = 0; i < n; i++)
+        yt_release(ts[i]);
+    free(ts);
 }

@@ -69,7 +69,7 @@ def test_schema_kwarg_only_arguments_may_follow_defaults_without_one():
 @pytest.mark.parametrize("schema, message", [
     ("add(Tensor self", "cannot parse schema 'add(Tensor self': expected name[.overload](args) -> Tensor"),
     ("Add(Tensor self) -> Tensor", "cannot parse schema 'Add(Tensor self) -> Tensor': expected name[.overload](args) -> Tensor"),
-    ("f(Tensor self) -> int", "f: only '-> Tensor' returns are supported, got 'int'"),
+    ("f(Tensor self) -> int", "f: returns must be 'Tensor', 'Tensor[]' or '(Tensor a, Tensor b, ...)', got 'int'"),
     ("f(Tensor self, *, *, int a=1) -> Tensor", "f: '*' appears twice"),
     ("f(Tensor self, Tensor) -> Tensor", "f: cannot parse argument 'Tensor'"),
     ("f(Tensor self, string name) -> Tensor", "f: unknown type 'string' of argument 'name'"),
@@ -251,7 +251,7 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  broadcast: [slf]"), "ops.yaml:6: neg: 'broadcast' names unknown argument 'slf' (did you mean 'self'?)"),
     ("- func: f(Tensor self, int n) -> Tensor\n  family: pointwise\n  dtypes: all\n  promote: [self, n]\n"
      "  pointwise: \"self\"\n  doc: x\n",
-     "ops.yaml:4: f: 'promote' entry 'n' must be a tensor or scalar argument"),
+     "ops.yaml:4: f: 'promote' entry 'n' must be a tensor, Tensor[] or scalar argument"),
     ("- func: f(Tensor self, Tensor other) -> Tensor\n  family: pointwise\n  dtypes: all\n"
      "  pointwise: \"self * other\"\n  doc: x\n",
      "ops.yaml:1: f: a pointwise op with several tensors must declare 'broadcast'"),
@@ -265,7 +265,7 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  dims: [self]"), "ops.yaml:6: neg: 'dims' entry 'self' must be an int or int[] argument"),
     ("- func: f(Tensor self, int d) -> Tensor\n  family: shape\n  dtypes: all\n  dims: {d: self.rank}\n"
      "  view: yt__view_f\n  doc: x\n",
-     "ops.yaml:4: f: rank of 'd' must be 'TENSOR.dim' or 'TENSOR.dim + 1'"),
+     "ops.yaml:4: f: rank of 'd' must be 'TENSOR.dim' or 'TENSOR.dim + 1' (TENSORS[0].dim for a Tensor[])"),
     ("- func: f(Tensor self, int d) -> Tensor\n  family: shape\n  dtypes: all\n  dims: {d: other.dim}\n"
      "  view: yt__view_f\n  doc: x\n",
      "ops.yaml:4: f: rank of 'd' names 'other', which is not a tensor argument"),
@@ -503,7 +503,7 @@ def test_rank_check_message():
     ("n.dim == 1", "'n' is not a tensor argument"),
     ("self.rank == 1", "unknown attribute 'rank'"),
     ("m > 0", "'m' is not an int or bool argument"),
-    ("len(n) == 1", "len() takes an int[] argument"),
+    ("len(n) == 1", "len() takes an int[] or Tensor[] argument"),
     ("is_floating()", "is_floating() takes one argument"),
 ])
 def test_check_errors(expr, message):

@@ -24,9 +24,12 @@ next_value(uint64_t *state, const char *domain, yt_dtype dtype)
     double u = (double)(*state >> 11) / 9007199254740992.0; /* [0, 1) */
     bool positive = domain != NULL && strcmp(domain, "positive") == 0;
     bool nonzero = domain != NULL && strcmp(domain, "nonzero") == 0;
+    bool unit = domain != NULL && strcmp(domain, "unit") == 0;
     if (dtype == YT_DTYPE_BOOL)
         return u < 0.5 ? 0.0 : 1.0;
     if (!yt_dtype_is_floating(dtype)) {
+        if (unit)
+            return u < 0.5 ? 0.0 : 1.0;
         if (positive || dtype == YT_DTYPE_U8)
             return 1.0 + floor(u * 4.0); /* 1..4 */
         double v = floor(u * 7.0) - 3.0; /* -3..3 */
@@ -34,6 +37,8 @@ next_value(uint64_t *state, const char *domain, yt_dtype dtype)
     }
     if (positive)
         return 0.5 + 1.5 * u;
+    if (unit)
+        return 0.05 + 0.9 * u; /* probabilities, away from the ends where logs blow up */
     if (nonzero)
         return (u < 0.5 ? -1.0 : 1.0) * (0.2 + 1.6 * fabs(u - 0.5));
     return 4.0 * u - 2.0;
@@ -154,7 +159,7 @@ static void
 run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir, FILE *meta)
 {
     uint64_t state = 0x9e3779b97f4a7c15ull;
-    yt_tensor *inputs[4] = {0};
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS] = {0};
     yt_tensor *out = NULL, *gout = NULL;
     for (int i = 0; i < c->n_inputs; i++) {
         const yt_case_tensor *spec = &c->inputs[i];

@@ -4,6 +4,9 @@
 
 #include <yaten.h>
 
+/* Most tensor inputs of one case (Tensor[] elements count one each). */
+#define YT_CASE_MAX_INPUTS 8
+
 /* One tensor input of a case: values are made by the runner (f64 by default). */
 typedef struct yt_case_tensor {
     const char *name;
@@ -21,7 +24,7 @@ typedef struct yt_op_case {
     const char *op;    /* "mm" */
     const char *where; /* "ops.yaml:412 sample 1" */
     int n_inputs;
-    yt_case_tensor inputs[4];
+    yt_case_tensor inputs[YT_CASE_MAX_INPUTS];
     yt_case_fn call;         /* the function variant, all arguments */
     yt_case_fn call_inplace; /* on a clone of input 0; NULL when the op has none */
     yt_case_fn call_out;     /* into zeros like ctx; NULL when the op has none */
@@ -33,7 +36,7 @@ typedef struct yt_error_case {
     const char *op;
     const char *what; /* "ops.yaml:41: self.dim == 2" */
     int n_inputs;
-    yt_case_tensor inputs[4];
+    yt_case_tensor inputs[YT_CASE_MAX_INPUTS];
     yt_case_fn call;
     yt_status expect;          /* 0: any error code */
     const char *expect_prefix; /* the message starts with it: "mm: " */

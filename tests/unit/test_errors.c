@@ -134,7 +134,7 @@ Test(errors, dtype_not_accepted)
     cr_assert_null(yt_mm(m32, m64));
     YT_ASSERT_ERROR(YT_ERR_DTYPE, "mm: mat2 has dtype f64 but self has dtype f32");
     /* rand of an integral dtype is refused, naming the dtype */
-    cr_assert_null(yt_rand_ex(&n, 1, YT_DTYPE_I64, YT_DEVICE_CPU));
+    cr_assert_null(yt_rand_ex(&n, 1, NULL, YT_DTYPE_I64, YT_DEVICE_CPU));
     cr_assert(strstr(yt_errmsg(), "rand: expected a floating dtype, got i64") != NULL,
               "message: %s", yt_errmsg());
     yt_release(mi);

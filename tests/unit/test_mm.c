@@ -16,7 +16,7 @@ static yt_tensor *
 random_matrix(int64_t rows, int64_t cols, yt_dtype dtype, bool transposed)
 {
     const int64_t sizes[2] = {transposed ? cols : rows, transposed ? rows : cols};
-    yt_tensor *u = yt_rand_ex(sizes, 2, dtype, YT_DEVICE_CPU);
+    yt_tensor *u = yt_rand_ex(sizes, 2, NULL, dtype, YT_DEVICE_CPU);
     yt_tensor *c = yt_mul_scalar(u, yt_int(2));
     yt_tensor *m = yt_sub_scalar(c, yt_int(1));
     cr_assert_not_null(m, "%s", yt_errmsg());
@@ -232,8 +232,8 @@ Test(mm, bmm_baddbmm_matmul_broadcast_against_mm)
     yt_manual_seed(5);
     /* self [2, 1, 3, 4] @ other [5, 4, 6] -> [2, 5, 3, 6]; entry (i, j) is self[i, 0] @ other[j]. */
     const int64_t sa[4] = {2, 1, 3, 4}, sb[3] = {5, 4, 6};
-    yt_tensor *a = yt_rand_ex(sa, 4, YT_DTYPE_F64, YT_DEVICE_CPU);
-    yt_tensor *b = yt_rand_ex(sb, 3, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *a = yt_rand_ex(sa, 4, NULL, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *b = yt_rand_ex(sb, 3, NULL, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *bt = yt_transpose(b, 1, 2); /* a non-contiguous operand too */
     yt_tensor *btt = yt_transpose(bt, 1, 2);
     yt_tensor *r = yt_matmul(a, btt);
@@ -258,8 +258,8 @@ Test(mm, bmm_baddbmm_matmul_broadcast_against_mm)
         }
     /* baddbmm with a 1-D self and alpha: beta * self + alpha * bmm. */
     const int64_t s1[3] = {5, 3, 4}, sv[1] = {6};
-    yt_tensor *x = yt_rand_ex(s1, 3, YT_DTYPE_F64, YT_DEVICE_CPU);
-    yt_tensor *v = yt_rand_ex(sv, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *x = yt_rand_ex(s1, 3, NULL, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *v = yt_rand_ex(sv, 1, NULL, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *p = yt_bmm(x, b);
     yt_tensor *q = yt_baddbmm_ex(v, x, b, yt_int(3), yt_float(-0.5));
     cr_assert_not_null(q, "%s", yt_errmsg());

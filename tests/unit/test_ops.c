@@ -24,6 +24,8 @@ value_at(uint64_t *state, const char *domain)
         return 0.5 + 1.5 * u;
     if (domain != NULL && strcmp(domain, "nonzero") == 0)
         return (u < 0.5 ? -1.0 : 1.0) * (0.2 + 1.6 * fabs(u - 0.5));
+    if (domain != NULL && strcmp(domain, "unit") == 0)
+        return 0.05 + 0.9 * u;
     return 4.0 * u - 2.0;
 }
 
@@ -125,7 +127,7 @@ ParameterizedTest(int *index, ops, gradcheck)
     const yt_op_case *c = &yt_op_cases[*index];
     if (!c->differentiable) {
         /* forward only: it must run and not leak */
-        yt_tensor *inputs[4];
+        yt_tensor *inputs[YT_CASE_MAX_INPUTS];
         make_inputs(inputs, c->inputs, c->n_inputs, c->domain, false);
         yt_tensor *r = c->call(inputs, NULL);
         cr_assert_not_null(r, "%s (%s): %s", c->op, c->where, yt_errmsg());
@@ -134,7 +136,7 @@ ParameterizedTest(int *index, ops, gradcheck)
         YT_ASSERT_NO_LEAKS();
         return;
     }
-    yt_tensor *inputs[4];
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS];
     make_inputs(inputs, c->inputs, c->n_inputs, c->domain, true);
     yt_status st = yt_gradcheck(call_case, inputs, c->n_inputs, (void *)c, NULL);
     cr_assert_eq(st, YT_OK, "gradcheck %s (%s): %s", c->op, c->where, yt_errmsg());
@@ -160,7 +162,7 @@ ParameterizedTestParameters(ops, variants)
 ParameterizedTest(int *index, ops, variants)
 {
     const yt_op_case *c = &yt_op_cases[*index];
-    yt_tensor *inputs[4], *contiguous[4];
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS], *contiguous[YT_CASE_MAX_INPUTS];
     make_inputs(inputs, c->inputs, c->n_inputs, c->domain, false);
     for (int i = 0; i < c->n_inputs; i++)
         contiguous[i] = yt_contiguous(inputs[i]);
@@ -196,7 +198,7 @@ ParameterizedTestParameters(ops, null_arguments)
 ParameterizedTest(int *index, ops, null_arguments)
 {
     const yt_op_case *c = &yt_op_cases[*index];
-    yt_tensor *inputs[4];
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS];
     make_inputs(inputs, c->inputs, c->n_inputs, c->domain, false);
     for (int i = 0; i < c->n_inputs; i++) {
         if (c->inputs[i].optional)
@@ -225,7 +227,7 @@ ParameterizedTestParameters(ops, error_inputs)
 ParameterizedTest(int *index, ops, error_inputs)
 {
     const yt_error_case *c = &yt_error_cases[*index];
-    yt_tensor *inputs[4];
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS];
     make_inputs(inputs, c->inputs, c->n_inputs, NULL, false);
     yt_clear_error();
     yt_tensor *r = c->call(inputs, NULL);

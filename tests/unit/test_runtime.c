@@ -117,16 +117,16 @@ Test(rng, manual_seed_makes_draws_reproducible)
     const int64_t n = 1001; /* odd: the last Box-Muller pair is cut */
     for (int k = 0; k < 2; k++) {
         for (int normal = 0; normal < 2; normal++) {
-            yt_tensor *(*draw)(const int64_t *, int, yt_dtype, yt_device) =
+            yt_tensor *(*draw)(const int64_t *, int, yt_generator *, yt_dtype, yt_device) =
                 normal ? yt_randn_ex : yt_rand_ex;
             yt_manual_seed(42);
-            yt_tensor *a = draw(&n, 1, dtypes[k], YT_DEVICE_CPU);
-            yt_tensor *a2 = draw(&n, 1, dtypes[k], YT_DEVICE_CPU);
+            yt_tensor *a = draw(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
+            yt_tensor *a2 = draw(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
             yt_manual_seed(42);
-            yt_tensor *b = draw(&n, 1, dtypes[k], YT_DEVICE_CPU);
-            yt_tensor *b2 = draw(&n, 1, dtypes[k], YT_DEVICE_CPU);
+            yt_tensor *b = draw(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
+            yt_tensor *b2 = draw(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
             yt_manual_seed(43);
-            yt_tensor *c = draw(&n, 1, dtypes[k], YT_DEVICE_CPU);
+            yt_tensor *c = draw(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
             double *va = values_of(a), *va2 = values_of(a2), *vb = values_of(b),
                    *vb2 = values_of(b2), *vc = values_of(c);
             int64_t same_next = 0, same_seed = 0;
@@ -163,7 +163,7 @@ Test(rng, rand_is_in_zero_one_for_every_floating_dtype)
     const int64_t n = 100000;
     yt_manual_seed(7);
     for (int k = 0; k < 4; k++) {
-        yt_tensor *t = yt_rand_ex(&n, 1, dtypes[k], YT_DEVICE_CPU);
+        yt_tensor *t = yt_rand_ex(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
         cr_assert_eq(yt_tensor_dtype(t), dtypes[k]);
         double *v = values_of(t);
         double lo = 1, hi = 0, sum = 0;
@@ -195,7 +195,7 @@ Test(rng, randn_has_mean_zero_and_unit_std)
     const int64_t n = 100000;
     yt_manual_seed(1234);
     for (int k = 0; k < 2; k++) {
-        yt_tensor *t = yt_randn_ex(&n, 1, dtypes[k], YT_DEVICE_CPU);
+        yt_tensor *t = yt_randn_ex(&n, 1, NULL, dtypes[k], YT_DEVICE_CPU);
         double *v = values_of(t);
         double sum = 0, sq = 0;
         for (int64_t i = 0; i < n; i++) {

@@ -2411,7 +2411,218 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:1328) */
+/* ---- dropout (ops.yaml:1326) */
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Uses the defaults generator=None; yt_dropout_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
+
+/* ---- mse_loss (ops.yaml:1339) */
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_mse_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- l1_loss (ops.yaml:1354) */
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- smooth_l1_loss (ops.yaml:1369) */
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Uses the defaults reduction=mean, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                       double beta);
+
+/* ---- huber_loss (ops.yaml:1385) */
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Uses the defaults reduction=mean, delta=1.0; yt_huber_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                   double delta);
+
+/* ---- binary_cross_entropy (ops.yaml:1400) */
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean; yt_binary_cross_entropy_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                             const char *reduction);
+
+/* ---- binary_cross_entropy_with_logits (ops.yaml:1417) */
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Uses the defaults weight=None, pos_weight=None, reduction=mean; yt_binary_cross_entropy_with_logits_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
+                                                         yt_tensor *weight, yt_tensor *pos_weight,
+                                                         const char *reduction);
+
+/* ---- nll_loss (ops.yaml:1433) */
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100; yt_nll_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                 const char *reduction, int64_t ignore_index);
+
+/* ---- cross_entropy_loss (ops.yaml:1456) */
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction, int64_t ignore_index,
+                                           double label_smoothing);
+
+/* ---- cross_entropy_index (ops.yaml:1485) */
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                            const char *reduction, int64_t ignore_index,
+                                            double label_smoothing);
+
+/* ---- cross_entropy_index_backward (ops.yaml:1503) */
+
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
+ * ops so that it is differentiable.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+/* ---- empty (ops.yaml:1514) */
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_empty_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+
+/* ---- zeros (ops.yaml:1528) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2426,7 +2637,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1336) */
+/* ---- ones (ops.yaml:1536) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2441,23 +2652,42 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1344) */
+/* ---- full (ops.yaml:1544) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Uses the defaults dtype=None, device=None; yt_full_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_value);
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1352) */
+/* ---- empty_like (ops.yaml:1556) */
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Uses the defaults dtype=None; yt_empty_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like(yt_tensor *self);
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- zeros_like (ops.yaml:1569) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2465,53 +2695,336 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1359) */
+/* ---- ones_like (ops.yaml:1576) */
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_ones_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like(yt_tensor *self);
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- full_like (ops.yaml:1588) */
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Uses the defaults dtype=None; yt_full_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
+
+/* ---- arange (ops.yaml:1599) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Uses the defaults step=1, dtype=None, device=None; yt_arange_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1367) */
+/* ---- linspace (ops.yaml:1607) */
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_rand_ex() takes every argument.
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_linspace_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- eye (ops.yaml:1619) */
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_eye_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye(int64_t n);
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
+
+/* ---- eye.m (ops.yaml:1630) */
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Uses the defaults dtype=None, device=None; yt_eye_m_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
+
+/* ---- rand (ops.yaml:1641) */
+
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_rand_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
+                             yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1378) */
+/* ---- randn (ops.yaml:1652) */
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_randn_ex() takes every argument.
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randn_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
+                              yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1391) */
+/* ---- rand_like (ops.yaml:1663) */
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_rand_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like(yt_tensor *self);
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randn_like (ops.yaml:1673) */
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_randn_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like(yt_tensor *self);
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randint (ops.yaml:1683) */
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
+                                yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randint.low (ops.yaml:1694) */
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_low_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len);
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randperm (ops.yaml:1704) */
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randperm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm(int64_t n);
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- bernoulli (ops.yaml:1715) */
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Uses the defaults generator=None; yt_bernoulli_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
+
+/* ---- bernoulli.p (ops.yaml:1722) */
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
+
+/* ---- normal (ops.yaml:1733) */
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* ---- uniform (ops.yaml:1745) */
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* ---- sum_to (ops.yaml:1758) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2519,7 +3032,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1402) */
+/* ---- sum_backward (ops.yaml:1769) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2528,7 +3041,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1409) */
+/* ---- mean_backward (ops.yaml:1776) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2537,7 +3050,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1416) */
+/* ---- amax_backward (ops.yaml:1783) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2546,7 +3059,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1423) */
+/* ---- permute_backward (ops.yaml:1790) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2554,7 +3067,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1430) */
+/* ---- pow_backward (ops.yaml:1797) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2562,7 +3075,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1437) */
+/* ---- pow_backward_self (ops.yaml:1804) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2570,7 +3083,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1444) */
+/* ---- pow_backward_exponent (ops.yaml:1811) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2579,7 +3092,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1451) */
+/* ---- slice_backward (ops.yaml:1818) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2589,7 +3102,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1459) */
+/* ---- select_backward (ops.yaml:1826) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

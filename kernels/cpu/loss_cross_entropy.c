@@ -1,0 +1,85 @@
+/* cross_entropy with class-index targets on the CPU: log_softmax and nll fused, one pass over
+ * each row to find its max and one for the shifted log-sum-exp, so +-1e4 logits stay finite. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../composite/loss.h"
+#include "factory.h"
+#include "kernels.h"
+
+yt_status
+yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
+                            yt_tensor *weight, const char *reduction_name, int64_t ignore_index,
+                            double label_smoothing)
+{
+    const char *op = "cross_entropy";
+    int reduction = yt__reduction_code(reduction_name);
+    if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+        return yt__fail_status(YT_ERR_VALUE, "%s: label_smoothing must be in [0, 1], got %g", op,
+                               label_smoothing);
+    yt__class_layout lay;
+    int64_t *tg = NULL;
+    double *w = NULL;
+    if (yt__class_layout_of(&lay, self, target, weight, op) != YT_OK ||
+        yt__class_targets(&tg, &w, &lay, target, weight, ignore_index, op) != YT_OK)
+        return yt__last_status();
+    yt_tensor *x = self->is_contiguous ? self : yt__cast_copy(self, self->dtype);
+    double *loss = malloc(sizeof(double) * (size_t)(lay.n * lay.inner + 1));
+    if (x == NULL || loss == NULL) {
+        free(tg);
+        free(w);
+        free(loss);
+        if (x != NULL)
+            yt__release_cast(x, self);
+        return yt__fail_status(YT_ERR_NOMEM, "%s: out of memory", op);
+    }
+    const char *xd = x->numel > 0 ? yt__data_ptr(x) : NULL;
+    yt_dtype dt = x->dtype;
+    double ls = label_smoothing, total_weight = 0.0;
+    int64_t rows = lay.n * lay.inner;
+
+#pragma omp parallel for schedule(static) if (rows * lay.c >= YT_PARALLEL_GRAIN)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t t = tg[r];
+        if (t == ignore_index) {
+            loss[r] = 0.0;
+            continue;
+        }
+        int64_t n = r / lay.inner, s = r % lay.inner;
+        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
+        double m = -INFINITY;
+        for (int64_t c = 0; c < lay.c; c++) {
+            double v = yt__load_double(xd, dt, base + c * step);
+            m = v > m || isnan(v) ? v : m;
+        }
+        double se = 0.0, smooth = 0.0;
+        for (int64_t c = 0; c < lay.c; c++)
+            se += exp(yt__load_double(xd, dt, base + c * step) - m);
+        double lse = m + log(se);
+        if (ls > 0.0)
+            for (int64_t c = 0; c < lay.c; c++)
+                smooth += w[c] * (yt__load_double(xd, dt, base + c * step) - lse);
+        double logp_t = yt__load_double(xd, dt, base + t * step) - lse;
+        loss[r] = -(1.0 - ls) * w[t] * logp_t - ls / (double)lay.c * smooth;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        total_weight += tg[r] == ignore_index ? 0.0 : w[tg[r]];
+
+    char *out = yt__data_ptr(result);
+    if (reduction == YT__REDUCTION_NONE) {
+        for (int64_t r = 0; r < rows; r++)
+            yt__store_double(out, result->dtype, r, loss[r]);
+    } else {
+        double sum = 0.0;
+        for (int64_t r = 0; r < rows; r++)
+            sum += loss[r];
+        /* mean over the weights of the rows that count, as PyTorch (0 / 0 = NaN when none do) */
+        yt__store_double(out, result->dtype, 0,
+                         reduction == YT__REDUCTION_MEAN ? sum / total_weight : sum);
+    }
+    free(loss);
+    free(tg);
+    free(w);
+    yt__release_cast(x, self);
+    return YT_OK;
+}
