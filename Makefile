@@ -182,6 +182,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/pointwise.sh $(BUILD)
+	$(Q)bench/reduce.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

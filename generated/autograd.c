@@ -5051,6 +5051,573 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
     return status;
 }
 
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:376:
+ *   self: amax_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct amin_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} amin_node;
+
+static yt_status
+amin_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    amin_node *node = (amin_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] =
+            yt_amax_backward(grads[0], self, result, node->dim.v, node->dim.len, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+amin_release_saved(yt_node *node_)
+{
+    amin_node *node = (amin_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind amin_node_kind = {
+    .name = "AminBackward",
+    .op_name = "amin",
+    .size = sizeof(amin_node),
+    .backward = amin_backward,
+    .release_saved = amin_release_saved,
+};
+
+yt_status
+yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    amin_node *node = (amin_node *)yt__node_new(&amin_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:379:
+ *   self: evenly_distribute_backward(grad, self, result)
+ */
+typedef struct max_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} max_node;
+
+static yt_status
+max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_node *node = (max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_evenly_distribute_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_release_saved(yt_node *node_)
+{
+    max_node *node = (max_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind max_node_kind = {
+    .name = "MaxBackward",
+    .op_name = "max",
+    .size = sizeof(max_node),
+    .backward = max_backward,
+    .release_saved = max_release_saved,
+};
+
+yt_status
+yt__record_max(yt_tensor *result, yt_tensor *self)
+{
+    max_node *node = (max_node *)yt__node_new(&max_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* min(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:382:
+ *   self: evenly_distribute_backward(grad, self, result)
+ */
+typedef struct min_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} min_node;
+
+static yt_status
+min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    min_node *node = (min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_evenly_distribute_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+min_release_saved(yt_node *node_)
+{
+    min_node *node = (min_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind min_node_kind = {
+    .name = "MinBackward",
+    .op_name = "min",
+    .size = sizeof(min_node),
+    .backward = min_backward,
+    .release_saved = min_release_saved,
+};
+
+yt_status
+yt__record_min(yt_tensor *result, yt_tensor *self)
+{
+    min_node *node = (min_node *)yt__node_new(&min_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:385:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct max_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} max_dim_node;
+
+static yt_status
+max_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_dim_release_saved(yt_node *node_)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_dim_node_kind = {
+    .name = "MaxDimBackward",
+    .op_name = "max",
+    .size = sizeof(max_dim_node),
+    .backward = max_dim_backward,
+    .release_saved = max_dim_release_saved,
+};
+
+yt_status
+yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    max_dim_node *node = (max_dim_node *)yt__node_new(&max_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:389:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct min_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} min_dim_node;
+
+static yt_status
+min_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+min_dim_release_saved(yt_node *node_)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind min_dim_node_kind = {
+    .name = "MinDimBackward",
+    .op_name = "min",
+    .size = sizeof(min_dim_node),
+    .backward = min_dim_backward,
+    .release_saved = min_dim_release_saved,
+};
+
+yt_status
+yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    min_dim_node *node = (min_dim_node *)yt__node_new(&min_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:399:
+ *   self: prod_backward(grad, self, result)
+ */
+typedef struct prod_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} prod_node;
+
+static yt_status
+prod_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    prod_node *node = (prod_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_prod_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+prod_release_saved(yt_node *node_)
+{
+    prod_node *node = (prod_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind prod_node_kind = {
+    .name = "ProdBackward",
+    .op_name = "prod",
+    .size = sizeof(prod_node),
+    .backward = prod_backward,
+    .release_saved = prod_release_saved,
+};
+
+yt_status
+yt__record_prod(yt_tensor *result, yt_tensor *self)
+{
+    prod_node *node = (prod_node *)yt__node_new(&prod_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:402:
+ *   self: prod_dim_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct prod_dim_int_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+    bool keepdim;    /* used by: self */
+} prod_dim_int_node;
+
+static yt_status
+prod_dim_int_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_prod_dim_backward(grads[0], self, result, node->dim, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+prod_dim_int_release_saved(yt_node *node_)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind prod_dim_int_node_kind = {
+    .name = "ProdDimIntBackward",
+    .op_name = "prod",
+    .size = sizeof(prod_dim_int_node),
+    .backward = prod_dim_int_backward,
+    .release_saved = prod_dim_int_release_saved,
+};
+
+yt_status
+yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)yt__node_new(&prod_dim_int_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:417:
+ *   self: cumsum_backward(grad, dim)
+ */
+typedef struct cumsum_node {
+    yt_node base; /* must be first */
+    int64_t dim;  /* used by: self */
+} cumsum_node;
+
+static yt_status
+cumsum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cumsum_node *node = (cumsum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_cumsum_backward(grads[0], node->dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cumsum_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind cumsum_node_kind = {
+    .name = "CumsumBackward",
+    .op_name = "cumsum",
+    .size = sizeof(cumsum_node),
+    .backward = cumsum_backward,
+    .release_saved = cumsum_release_saved,
+};
+
+yt_status
+yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    cumsum_node *node = (cumsum_node *)yt__node_new(&cumsum_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:420:
+ *   self: norm_backward(grad, self, ord, result, dim, keepdim)
+ */
+typedef struct linalg_vector_norm_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_scalar ord;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} linalg_vector_norm_node;
+
+static yt_status
+linalg_vector_norm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    linalg_vector_norm_node *node = (linalg_vector_norm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_norm_backward(grads[0], self, node->ord, result, node->dim.v, node->dim.len,
+                                  node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+linalg_vector_norm_release_saved(yt_node *node_)
+{
+    linalg_vector_norm_node *node = (linalg_vector_norm_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind linalg_vector_norm_node_kind = {
+    .name = "LinalgVectorNormBackward",
+    .op_name = "linalg_vector_norm",
+    .size = sizeof(linalg_vector_norm_node),
+    .backward = linalg_vector_norm_backward,
+    .release_saved = linalg_vector_norm_release_saved,
+};
+
+yt_status
+yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord, const int64_t *dim,
+                              int dim_len, bool keepdim)
+{
+    linalg_vector_norm_node *node =
+        (linalg_vector_norm_node *)yt__node_new(&linalg_vector_norm_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->ord = ord;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * backward, from derivatives.yaml:113:
  *   self: mm(grad, mat2.t())
@@ -5125,7 +5692,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:379:
+ * backward, from derivatives.yaml:426:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -5198,7 +5765,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:383:
+ * backward, from derivatives.yaml:430:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -5292,7 +5859,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:388:
+ * backward, from derivatives.yaml:435:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -5912,8 +6479,272 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:455:
+ *   self: softmax_backward_data(grad, result, dim)
+ */
+typedef struct softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} softmax_node;
+
+static yt_status
+softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_node *node = (softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_release_saved(yt_node *node_)
+{
+    softmax_node *node = (softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind softmax_node_kind = {
+    .name = "SoftmaxBackward",
+    .op_name = "softmax",
+    .size = sizeof(softmax_node),
+    .backward = softmax_backward,
+    .release_saved = softmax_release_saved,
+};
+
+yt_status
+yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    softmax_node *node = (softmax_node *)yt__node_new(&softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:458:
+ *   self: log_softmax_backward_data(grad, result, dim)
+ */
+typedef struct log_softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} log_softmax_node;
+
+static yt_status
+log_softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_log_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_release_saved(yt_node *node_)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind log_softmax_node_kind = {
+    .name = "LogSoftmaxBackward",
+    .op_name = "log_softmax",
+    .size = sizeof(log_softmax_node),
+    .backward = log_softmax_backward,
+    .release_saved = log_softmax_release_saved,
+};
+
+yt_status
+yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    log_softmax_node *node = (log_softmax_node *)yt__node_new(&log_softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:461:
+ *   grad_output: softmax_backward_data(grad, output, dim)
+ *   output: softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} softmax_backward_data_node;
+
+static yt_status
+softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_softmax_backward_data(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_backward_data_release_saved(yt_node *node_)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind softmax_backward_data_node_kind = {
+    .name = "SoftmaxBackwardDataBackward",
+    .op_name = "softmax_backward_data",
+    .size = sizeof(softmax_backward_data_node),
+    .backward = softmax_backward_data_backward,
+    .release_saved = softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                 int64_t dim)
+{
+    softmax_backward_data_node *node =
+        (softmax_backward_data_node *)yt__node_new(&softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:465:
+ *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
+ *   output: log_softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct log_softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} log_softmax_backward_data_node;
+
+static yt_status
+log_softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_log_softmax_backward_data_adjoint(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_log_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_backward_data_release_saved(yt_node *node_)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind log_softmax_backward_data_node_kind = {
+    .name = "LogSoftmaxBackwardDataBackward",
+    .op_name = "log_softmax_backward_data",
+    .size = sizeof(log_softmax_backward_data_node),
+    .backward = log_softmax_backward_data_backward,
+    .release_saved = log_softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                     int64_t dim)
+{
+    log_softmax_backward_data_node *node =
+        (log_softmax_backward_data_node *)yt__node_new(&log_softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:411:
+ * backward, from derivatives.yaml:472:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

@@ -121,6 +121,21 @@ YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, co
                                           int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                       int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                      int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_max(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_min(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
+YT_INTERNAL yt_status yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
+YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              bool keepdim);
+YT_INTERNAL yt_status yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
+                                                    yt_scalar ord, const int64_t *dim, int dim_len,
+                                                    bool keepdim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,
@@ -141,6 +156,13 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_status yt__record_log_softmax_backward_data(yt_tensor *result,
+                                                           yt_tensor *grad_output,
+                                                           yt_tensor *output, int64_t dim);
 YT_INTERNAL yt_status yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self,
                                                      yt_tensor *target, yt_tensor *weight,
                                                      const char *reduction, int64_t ignore_index,

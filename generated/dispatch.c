@@ -385,6 +385,66 @@ const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_amax,
 };
 
+const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_amin,
+};
+
+const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max,
+};
+
+const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min,
+};
+
+const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_dim,
+};
+
+const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min_dim,
+};
+
+const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmax,
+};
+
+const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmin,
+};
+
+const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod,
+};
+
+const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod_dim_int,
+};
+
+const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all,
+};
+
+const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all_dim,
+};
+
+const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any,
+};
+
+const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any_dim,
+};
+
+const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cumsum,
+};
+
+const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
+};
+
 const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };
@@ -399,6 +459,23 @@ const yt__addmm_kernel_fn yt__addmm_kernels[YT_DEVICE_COUNT] = {
 
 const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
+};
+
+const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax,
+};
+
+const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log_softmax,
+};
+
+const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax_backward_data,
+};
+
+const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_log_softmax_backward_data,
 };
 
 const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {

@@ -480,6 +480,86 @@ extern const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                    int dim_len, bool keepdim);
 
+typedef yt_status (*yt__amin_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
+extern const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                   int dim_len, bool keepdim);
+
+typedef yt_status (*yt__max_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__min_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__max_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__min_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmax(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmin_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmin(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__prod_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+extern const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+
+typedef yt_status (*yt__prod_dim_int_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                bool keepdim, yt_dtype dtype);
+extern const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim, yt_dtype dtype);
+
+typedef yt_status (*yt__all_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__all_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__any_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__any_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__cumsum_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+extern const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_dtype dtype);
+
+typedef yt_status (*yt__linalg_vector_norm_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                      yt_scalar ord, const int64_t *dim,
+                                                      int dim_len, bool keepdim, yt_dtype dtype);
+extern const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord,
+                                                 const int64_t *dim, int dim_len, bool keepdim,
+                                                 yt_dtype dtype);
+
 typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
@@ -499,6 +579,32 @@ typedef yt_status (*yt__baddbmm_kernel_fn)(yt_tensor *result, yt_tensor *self, y
 extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
                                       yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
+typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_dtype dtype);
+extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_dtype dtype);
+
+typedef yt_status (*yt__log_softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_dtype dtype);
+extern const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+
+typedef yt_status (*yt__softmax_backward_data_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         yt_tensor *output, int64_t dim);
+extern const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__log_softmax_backward_data_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+extern const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *output, int64_t dim);
 
 typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
                                                        yt_tensor *target, yt_tensor *weight,
@@ -642,6 +748,26 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
 YT_INTERNAL yt_tensor *yt__composite_gelu_double_backward(yt_tensor *grad_grad,
                                                           yt_tensor *grad_output, yt_tensor *self,
                                                           const char *approximate);
+YT_INTERNAL yt_tensor *yt__composite_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len,
+                                               bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_var(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_std(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
+                                                                yt_tensor *value);
+YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,
+                                                   yt_tensor *output);
+YT_INTERNAL yt_tensor *yt__composite_prod_dim_backward(yt_tensor *grad, yt_tensor *self,
+                                                       yt_tensor *output, int64_t dim,
+                                                       bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                                   yt_tensor *output, const int64_t *dim,
+                                                   int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
@@ -658,6 +784,14 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_log_softmax_double_backward(yt_tensor *grad,
+                                                                 yt_tensor *grad_output,
+                                                                 yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *
+yt__composite_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim);
 YT_INTERNAL yt_tensor *yt__composite_dropout(yt_tensor *input, double p, bool train,
                                              yt_generator *generator);
 YT_INTERNAL yt_tensor *yt__composite_mse_loss(yt_tensor *self, yt_tensor *target,

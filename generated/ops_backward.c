@@ -697,8 +697,441 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
     return yt__scope_track(result);
 }
 
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * from ops.yaml:1240 */
+yt_tensor *
+yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
+{
+    if (grad == NULL)
+        return yt__null_arg("evenly_distribute_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("evenly_distribute_backward", "self"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("evenly_distribute_backward", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (value->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: value is on %s but grad is on %s",
+                        yt_device_name(value->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_evenly_distribute_backward(grad, self, value);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * from ops.yaml:1247 */
+yt_tensor *
+yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_backward(grad, self, output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * from ops.yaml:1254 */
+yt_tensor *
+yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_dim_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_dim_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_dim_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_dim_backward(grad, self, output, dim, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * from ops.yaml:1261 */
+yt_tensor *
+yt_cumsum_backward(yt_tensor *grad, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("cumsum_backward", "grad"); /* keeps an earlier error */
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cumsum_backward(grad, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:1268 */
+yt_tensor *
+yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
+                 const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("norm_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("norm_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("norm_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)ord.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "norm_backward: ord has an invalid scalar kind %d",
+                        (int)ord.kind);
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "norm_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_norm_backward(grad, self, ord, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
+ * from ops.yaml:1275 */
+yt_tensor *
+yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                      const int64_t *sizes, int sizes_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("value_selecting_reduction_backward",
+                            "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("value_selecting_reduction_backward",
+                            "indices"); /* keeps an earlier error */
+    if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "value_selecting_reduction_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "value_selecting_reduction_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "value_selecting_reduction_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "value_selecting_reduction_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_value_selecting_reduction_backward(grad, dim, indices, sizes,
+                                                                         sizes_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:1655; backward from derivatives.yaml:461 */
+yt_tensor *
+yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_backward_data", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(YT_ERR_SHAPE,
+                        "softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+                        grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__softmax_backward_data_kernel_fn kernel = yt__softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:1672; backward from derivatives.yaml:465 */
+yt_tensor *
+yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_backward_data",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "log_softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "log_softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+            grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__log_softmax_backward_data_kernel_fn kernel =
+        yt__log_softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log_softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_log_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:1689 */
+yt_tensor *
+yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_double_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:1697 */
+yt_tensor *
+yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
+                               int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_double_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * from ops.yaml:1705 */
+yt_tensor *
+yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "grad"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data_adjoint: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_backward_data_adjoint(grad, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:1503 */
+ * from ops.yaml:1893 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -770,7 +1203,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1758 */
+ * from ops.yaml:2148 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -790,7 +1223,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1769 */
+ * from ops.yaml:2159 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -812,7 +1245,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1776 */
+ * from ops.yaml:2166 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -838,7 +1271,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1783 */
+ * from ops.yaml:2173 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -878,7 +1311,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1790 */
+ * from ops.yaml:2180 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -895,7 +1328,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1797 */
+ * from ops.yaml:2187 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -924,7 +1357,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1804 */
+ * from ops.yaml:2194 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -959,7 +1392,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1811 */
+ * from ops.yaml:2201 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -1004,7 +1437,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1818; backward from derivatives.yaml:150 */
+ * from ops.yaml:2208; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -1046,7 +1479,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1826; backward from derivatives.yaml:153 */
+ * from ops.yaml:2216; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

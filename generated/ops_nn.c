@@ -12,7 +12,7 @@
 #endif
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1326 */
+ * from ops.yaml:1716 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -20,7 +20,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1326 */
+ * from ops.yaml:1716 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {

@@ -437,3 +437,1332 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
         yt__bump_version(out);
     return status;
 }
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * from ops.yaml:986; backward from derivatives.yaml:376 */
+yt_tensor *
+yt_amin(yt_tensor *self)
+{
+    return yt_amin_ex(self, NULL, 0, false);
+}
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * from ops.yaml:986; backward from derivatives.yaml:376 */
+yt_tensor *
+yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("amin", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "amin: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+                        YT_MAX_DIM);
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "amin", "dim") != YT_OK)
+        return NULL;
+    dim = dim_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "amin", self, dim, dim_len, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__amin_kernel_fn kernel = yt__amin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "amin: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_amin(result, self, dim, dim_len, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * from ops.yaml:986; backward from derivatives.yaml:376 */
+yt_status
+yt_amin_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_amin_ex_out(out, self, NULL, 0, false);
+}
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * from ops.yaml:986; backward from derivatives.yaml:376 */
+yt_status
+yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (out == NULL)
+        return yt__null_status("amin_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("amin_out", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "amin_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                               dim_len, YT_MAX_DIM);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "amin_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "amin_out", "dim") != YT_OK)
+        return yt_errcode();
+    dim = dim_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "amin_out", self, dim, dim_len, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__amin_kernel_fn kernel = yt__amin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "amin_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "amin_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "amin_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* max(Tensor self) -> Tensor
+ * from ops.yaml:1001; backward from derivatives.yaml:379 */
+yt_tensor *
+yt_max(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("max", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    result_shape.dim = 0;
+    yt_device result_device = self->device;
+    yt__max_kernel_fn kernel = yt__max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* min(Tensor self) -> Tensor
+ * from ops.yaml:1013; backward from derivatives.yaml:382 */
+yt_tensor *
+yt_min(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("min", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    result_shape.dim = 0;
+    yt_device result_device = self->device;
+    yt__min_kernel_fn kernel = yt__min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "min: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_min(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1025; backward from derivatives.yaml:385 */
+yt_status
+yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_max_dim_ex(self, dim, false, values, indices);
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1025; backward from derivatives.yaml:385 */
+yt_status
+yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("max", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "max", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "max", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_dim_kernel_fn kernel = yt__max_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status =
+        new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
+    if (status == YT_OK && recording)
+        status = yt__record_max_dim(new_values, new_indices, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1025; backward from derivatives.yaml:385 */
+yt_status
+yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    return yt_max_dim_ex_out(values, indices, self, dim, false);
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1025; backward from derivatives.yaml:385 */
+yt_status
+yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (values == NULL)
+        return yt__null_status("max_out", "values"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_status("max_out", "indices"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("max_out", "self"); /* keeps an earlier error */
+    if (values->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: values is on %s but self is on %s",
+                               yt_device_name(values->device), yt_device_name(self->device));
+    if (indices->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: indices is on %s but self is on %s",
+                               yt_device_name(indices->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "max_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "max_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_dim_kernel_fn kernel = yt__max_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {values, indices, self};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "max_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(values, &values_shape, values_dtype, result_device, "max_out", "values") !=
+        YT_OK)
+        return yt_errcode();
+    if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "max_out",
+                      "indices") != YT_OK)
+        return yt_errcode();
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+                                   ? values
+                                   : yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+                                    ? indices
+                                    : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = values_target == NULL || indices_target == NULL
+                           ? yt_errcode()
+                           : kernel(values_target, indices_target, self, dim, keepdim);
+    if (values_target != values) {
+        if (status == YT_OK)
+            status = yt__copy_into(values, values_target);
+        yt_release(values_target);
+    }
+    if (indices_target != indices) {
+        if (status == YT_OK)
+            status = yt__copy_into(indices, indices_target);
+        yt_release(indices_target);
+    }
+    if (status != YT_OK)
+        return status;
+    yt__bump_version(values);
+    yt__bump_version(indices);
+    return YT_OK;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1041; backward from derivatives.yaml:389 */
+yt_status
+yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_min_dim_ex(self, dim, false, values, indices);
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1041; backward from derivatives.yaml:389 */
+yt_status
+yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "min: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("min", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "min", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "min", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__min_dim_kernel_fn kernel = yt__min_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "min: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status =
+        new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
+    if (status == YT_OK && recording)
+        status = yt__record_min_dim(new_values, new_indices, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1041; backward from derivatives.yaml:389 */
+yt_status
+yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    return yt_min_dim_ex_out(values, indices, self, dim, false);
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1041; backward from derivatives.yaml:389 */
+yt_status
+yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (values == NULL)
+        return yt__null_status("min_out", "values"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_status("min_out", "indices"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("min_out", "self"); /* keeps an earlier error */
+    if (values->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: values is on %s but self is on %s",
+                               yt_device_name(values->device), yt_device_name(self->device));
+    if (indices->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: indices is on %s but self is on %s",
+                               yt_device_name(indices->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "min_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "min_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__min_dim_kernel_fn kernel = yt__min_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {values, indices, self};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "min_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(values, &values_shape, values_dtype, result_device, "min_out", "values") !=
+        YT_OK)
+        return yt_errcode();
+    if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "min_out",
+                      "indices") != YT_OK)
+        return yt_errcode();
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+                                   ? values
+                                   : yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+                                    ? indices
+                                    : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = values_target == NULL || indices_target == NULL
+                           ? yt_errcode()
+                           : kernel(values_target, indices_target, self, dim, keepdim);
+    if (values_target != values) {
+        if (status == YT_OK)
+            status = yt__copy_into(values, values_target);
+        yt_release(values_target);
+    }
+    if (indices_target != indices) {
+        if (status == YT_OK)
+            status = yt__copy_into(indices, indices_target);
+        yt_release(indices_target);
+    }
+    if (status != YT_OK)
+        return status;
+    yt__bump_version(values);
+    yt__bump_version(indices);
+    return YT_OK;
+}
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1056 */
+yt_tensor *
+yt_argmax(yt_tensor *self)
+{
+    return yt_argmax_ex(self, YT_NONE, false);
+}
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1056 */
+yt_tensor *
+yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("argmax", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "argmax: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype result_dtype = YT_DTYPE_I64;
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "argmax", self, dim, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__argmax_kernel_fn kernel = yt__argmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "argmax: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1056 */
+yt_status
+yt_argmax_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_argmax_ex_out(out, self, YT_NONE, false);
+}
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1056 */
+yt_status
+yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (out == NULL)
+        return yt__null_status("argmax_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("argmax_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "argmax_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "argmax_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype result_dtype = YT_DTYPE_I64;
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "argmax_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__argmax_kernel_fn kernel = yt__argmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "argmax_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "argmax_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "argmax_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1071 */
+yt_tensor *
+yt_argmin(yt_tensor *self)
+{
+    return yt_argmin_ex(self, YT_NONE, false);
+}
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1071 */
+yt_tensor *
+yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("argmin", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "argmin: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype result_dtype = YT_DTYPE_I64;
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "argmin", self, dim, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__argmin_kernel_fn kernel = yt__argmin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "argmin: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1071 */
+yt_status
+yt_argmin_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_argmin_ex_out(out, self, YT_NONE, false);
+}
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1071 */
+yt_status
+yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (out == NULL)
+        return yt__null_status("argmin_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("argmin_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "argmin_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "argmin_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype result_dtype = YT_DTYPE_I64;
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "argmin_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__argmin_kernel_fn kernel = yt__argmin_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "argmin_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "argmin_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "argmin_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1085; backward from derivatives.yaml:399 */
+yt_tensor *
+yt_prod(yt_tensor *self)
+{
+    return yt_prod_ex(self, YT_DTYPE_NONE);
+}
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1085; backward from derivatives.yaml:399 */
+yt_tensor *
+yt_prod_ex(yt_tensor *self, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("prod", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "prod: dtype=%d is not a valid dtype", (int)dtype);
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    yt_shape result_shape;
+    result_shape.dim = 0;
+    yt_device result_device = self->device;
+    yt__prod_kernel_fn kernel = yt__prod_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "prod: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_prod(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1099; backward from derivatives.yaml:402 */
+yt_tensor *
+yt_prod_dim_int(yt_tensor *self, int64_t dim)
+{
+    return yt_prod_dim_int_ex(self, dim, false, YT_DTYPE_NONE);
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1099; backward from derivatives.yaml:402 */
+yt_tensor *
+yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("prod", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "prod: dtype=%d is not a valid dtype", (int)dtype);
+    if (yt__wrap_dim(&dim, self->dim, "prod", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "prod", self, dim, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__prod_dim_int_kernel_fn kernel = yt__prod_dim_int_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "prod: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_prod_dim_int(result, self, dim, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1099; backward from derivatives.yaml:402 */
+yt_status
+yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
+{
+    return yt_prod_dim_int_ex_out(out, self, dim, false, YT_DTYPE_NONE);
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1099; backward from derivatives.yaml:402 */
+yt_status
+yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
+{
+    if (out == NULL)
+        return yt__null_status("prod_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("prod_out", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail_status(YT_ERR_VALUE, "prod_out: dtype=%d is not a valid dtype", (int)dtype);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "prod_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "prod_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "prod_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__prod_dim_int_kernel_fn kernel = yt__prod_dim_int_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "prod_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "prod_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "prod_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim, dtype);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* all(Tensor self) -> Tensor
+ * from ops.yaml:1114 */
+yt_tensor *
+yt_all(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("all", "self"); /* keeps an earlier error */
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    result_shape.dim = 0;
+    yt_device result_device = self->device;
+    yt__all_kernel_fn kernel = yt__all_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "all: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1126 */
+yt_tensor *
+yt_all_dim(yt_tensor *self, int64_t dim)
+{
+    return yt_all_dim_ex(self, dim, false);
+}
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1126 */
+yt_tensor *
+yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("all", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "all", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "all", self, dim, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__all_dim_kernel_fn kernel = yt__all_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "all: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1126 */
+yt_status
+yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
+{
+    return yt_all_dim_ex_out(out, self, dim, false);
+}
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1126 */
+yt_status
+yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (out == NULL)
+        return yt__null_status("all_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("all_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "all_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "all_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "all_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__all_dim_kernel_fn kernel = yt__all_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "all_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "all_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "all_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* any(Tensor self) -> Tensor
+ * from ops.yaml:1140 */
+yt_tensor *
+yt_any(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("any", "self"); /* keeps an earlier error */
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    result_shape.dim = 0;
+    yt_device result_device = self->device;
+    yt__any_kernel_fn kernel = yt__any_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "any: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1152 */
+yt_tensor *
+yt_any_dim(yt_tensor *self, int64_t dim)
+{
+    return yt_any_dim_ex(self, dim, false);
+}
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1152 */
+yt_tensor *
+yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("any", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "any", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "any", self, dim, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__any_dim_kernel_fn kernel = yt__any_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "any: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1152 */
+yt_status
+yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
+{
+    return yt_any_dim_ex_out(out, self, dim, false);
+}
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1152 */
+yt_status
+yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (out == NULL)
+        return yt__null_status("any_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("any_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "any_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "any_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype result_dtype = yt__dtype_logical(self);
+    yt_shape result_shape;
+    if (yt__shape_reduce_dim(&result_shape, "any_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__any_dim_kernel_fn kernel = yt__any_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "any_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "any_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "any_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1166; backward from derivatives.yaml:417 */
+yt_tensor *
+yt_cumsum(yt_tensor *self, int64_t dim)
+{
+    return yt_cumsum_ex(self, dim, YT_DTYPE_NONE);
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1166; backward from derivatives.yaml:417 */
+yt_tensor *
+yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("cumsum", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "cumsum: dtype=%d is not a valid dtype", (int)dtype);
+    if (yt__wrap_dim(&dim, self->dim, "cumsum", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__cumsum_kernel_fn kernel = yt__cumsum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "cumsum: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_cumsum(result, self, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1166; backward from derivatives.yaml:417 */
+yt_status
+yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
+{
+    return yt_cumsum_ex_out(out, self, dim, YT_DTYPE_NONE);
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1166; backward from derivatives.yaml:417 */
+yt_status
+yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (out == NULL)
+        return yt__null_status("cumsum_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("cumsum_out", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail_status(YT_ERR_VALUE, "cumsum_out: dtype=%d is not a valid dtype",
+                               (int)dtype);
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "cumsum_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "cumsum_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__cumsum_kernel_fn kernel = yt__cumsum_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "cumsum_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "cumsum_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "cumsum_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dtype);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1181 */
+yt_tensor *
+yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
+{
+    return yt_logsumexp_ex(self, dim, dim_len, false);
+}
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * from ops.yaml:1181 */
+yt_tensor *
+yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("logsumexp", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "logsumexp: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "logsumexp: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "logsumexp", "dim") != YT_OK)
+        return NULL;
+    dim = dim_wrapped;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_logsumexp(self, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1194 */
+yt_tensor *
+yt_var(yt_tensor *self)
+{
+    return yt_var_ex(self, NULL, 0, YT_NONE, false);
+}
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1194 */
+yt_tensor *
+yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("var", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE, "var: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "var: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "var", "dim") != YT_OK)
+        return NULL;
+    dim = dim_wrapped;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_var(self, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1208 */
+yt_tensor *
+yt_std(yt_tensor *self)
+{
+    return yt_std_ex(self, NULL, 0, YT_NONE, false);
+}
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * from ops.yaml:1208 */
+yt_tensor *
+yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
+{
+    if (self == NULL)
+        return yt__null_arg("std", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE, "std: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "std: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "std", "dim") != YT_OK)
+        return NULL;
+    dim = dim_wrapped;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_std(self, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1221; backward from derivatives.yaml:420 */
+yt_tensor *
+yt_linalg_vector_norm(yt_tensor *self)
+{
+    return yt_linalg_vector_norm_ex(self, yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1221; backward from derivatives.yaml:420 */
+yt_tensor *
+yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
+                         bool keepdim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("linalg_vector_norm", "self"); /* keeps an earlier error */
+    if ((unsigned)ord.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "linalg_vector_norm: ord has an invalid scalar kind %d",
+                        (int)ord.kind);
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "linalg_vector_norm: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+            YT_MAX_DIM);
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "linalg_vector_norm: dtype=%d is not a valid dtype",
+                        (int)dtype);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "linalg_vector_norm: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    int64_t dim_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dim_len; i++)
+        dim_wrapped[i] = dim[i];
+    if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "linalg_vector_norm", "dim") != YT_OK)
+        return NULL;
+    dim = dim_wrapped;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "linalg_vector_norm: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "linalg_vector_norm", self, dim, dim_len, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__linalg_vector_norm_kernel_fn kernel = yt__linalg_vector_norm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "linalg_vector_norm: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, ord, dim, dim_len, keepdim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_linalg_vector_norm(result, self, ord, dim, dim_len, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1619; backward from derivatives.yaml:455 */
+yt_tensor *
+yt_softmax(yt_tensor *self, int64_t dim)
+{
+    return yt_softmax_ex(self, dim, YT_DTYPE_NONE);
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1619; backward from derivatives.yaml:455 */
+yt_tensor *
+yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("softmax", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "softmax: dtype=%d is not a valid dtype", (int)dtype);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "softmax: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (yt__wrap_dim(&dim, self->dim, "softmax", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "softmax: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__softmax_kernel_fn kernel = yt__softmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softmax: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softmax(result, self, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1637; backward from derivatives.yaml:458 */
+yt_tensor *
+yt_log_softmax(yt_tensor *self, int64_t dim)
+{
+    return yt_log_softmax_ex(self, dim, YT_DTYPE_NONE);
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:1637; backward from derivatives.yaml:458 */
+yt_tensor *
+yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("log_softmax", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "log_softmax: dtype=%d is not a valid dtype", (int)dtype);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "log_softmax: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (yt__wrap_dim(&dim, self->dim, "log_softmax", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "log_softmax: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log_softmax_kernel_fn kernel = yt__log_softmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log_softmax: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_log_softmax(result, self, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}

@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:1179; backward from derivatives.yaml:117 */
+ * from ops.yaml:1475; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:1192; backward from derivatives.yaml:120 */
+ * from ops.yaml:1488; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1203; backward from derivatives.yaml:123 */
+ * from ops.yaml:1499; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1216; backward from derivatives.yaml:126 */
+ * from ops.yaml:1512; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:1226 */
+ * from ops.yaml:1522 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -124,7 +124,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1236; backward from derivatives.yaml:129 */
+ * from ops.yaml:1532; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +146,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:1246; backward from derivatives.yaml:132 */
+ * from ops.yaml:1542; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +164,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:1255; backward from derivatives.yaml:135 */
+ * from ops.yaml:1551; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +184,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:1266; backward from derivatives.yaml:138 */
+ * from ops.yaml:1562; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +204,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1277; backward from derivatives.yaml:141 */
+ * from ops.yaml:1573; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +212,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1277; backward from derivatives.yaml:141 */
+ * from ops.yaml:1573; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +234,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:1291; backward from derivatives.yaml:144 */
+ * from ops.yaml:1587; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +254,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:1302 */
+ * from ops.yaml:1598 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {

@@ -196,6 +196,12 @@ YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
 /* Result shape of a reduction over `dim` (already wrapped; dim_len 0 means all dims). */
 YT_INTERNAL yt_status yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self,
                                        const int64_t *dim, int dim_len, bool keepdim);
+/* Result dtype of all/any: u8 for u8 inputs (as PyTorch), bool otherwise. */
+YT_INTERNAL yt_dtype yt__dtype_logical(yt_tensor *self);
+/* Result shape of a reduction over one `dim` (not yet wrapped; YT_NONE: every dim, keepdim
+ * giving all sizes 1). Errors: dim out of range. */
+YT_INTERNAL yt_status yt__shape_reduce_dim(yt_shape *out, const char *op, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
 /* Length of arange(start, end, step); an integral `dtype` counts with the bounds truncated to
  * integers, as PyTorch does. Errors: step 0, step of the wrong sign, non-finite bounds,
  * a length that overflows. */

@@ -205,3 +205,23 @@ yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype)
                     step.kind != YT_SCALAR_FLOAT;
     return integral ? YT_DTYPE_I64 : YT_DTYPE_F32;
 }
+
+yt_status
+yt__shape_reduce_dim(yt_shape *out, const char *op, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (dim == YT_NONE) { /* every dim, as if self were flattened */
+        out->dim = keepdim ? self->dim : 0;
+        for (int i = 0; i < out->dim; i++)
+            out->sizes[i] = 1;
+        return YT_OK;
+    }
+    if (yt__wrap_dim(&dim, self->dim, op, "dim") != YT_OK)
+        return yt_errcode();
+    return yt__shape_reduce(out, op, self, &dim, self->dim > 0 ? 1 : 0, keepdim);
+}
+
+yt_dtype
+yt__dtype_logical(yt_tensor *self)
+{
+    return self->dtype == YT_DTYPE_U8 ? YT_DTYPE_U8 : YT_DTYPE_BOOL;
+}

@@ -9708,14 +9708,1457 @@ error_amax_1032(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1033(yt_tensor *const *inputs, void *ctx)
+call_amin_1033(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_1034(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1035(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+out_amin_1036(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1037(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_1038(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1039(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_1040(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1041(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_1042(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_amin_1043(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_1044(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_1045(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_1046(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_min_1047(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_1048(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_1049(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_max_dim_values_1050(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1051(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1052(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1053(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_1054(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1055(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1056(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1057(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_1058(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1059(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1060(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1061(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_1062(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1063(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1064(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1065(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_1066(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1067(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1069(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_1070(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_min_dim_values_1071(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1072(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1073(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1074(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_1075(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1076(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1077(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1078(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_1079(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1080(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1081(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1082(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_1083(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1084(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1085(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1086(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_min_dim_1087(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_argmax_1088(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_1089(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1090(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmax_1091(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1092(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmax_1093(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1094(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_1095(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1096(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_1097(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmax_1098(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argmin_1099(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmin_1100(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_1101(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmin_1102(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_1103(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmin_1104(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_1105(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmin_1106(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmin_1107(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_1108(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_1109(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_1110(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_1111(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_1112(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_1113(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_1114(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_1115(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_1116(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_1117(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_1118(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_1119(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_prod_dim_int_1120(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_1121(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_1122(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_1123(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_1124(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_1125(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_1126(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_1127(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_1128(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_1129(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_1130(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_1131(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_1132(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1133(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1134(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_1135(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1136(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1137(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_1138(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_cumsum_1139(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1140(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1141(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1142(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1143(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1144(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1145(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1146(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1147(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1148(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_1149(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_logsumexp_1150(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1151(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_1152(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1153(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1154(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1155(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_var_1156(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_var_1157(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_var_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_var_1158(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_var_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+call_var_1159(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1160(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1161(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1162(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_std_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_std_1164(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_std_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+error_std_1165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_std_1166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1167(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(1), dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1169(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1171(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1172(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1173(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mm_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1034(yt_tensor *const *inputs, void *ctx)
+out_mm_1175(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9726,14 +11169,14 @@ out_mm_1034(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1035(yt_tensor *const *inputs, void *ctx)
+call_mm_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1036(yt_tensor *const *inputs, void *ctx)
+out_mm_1177(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9744,14 +11187,14 @@ out_mm_1036(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1037(yt_tensor *const *inputs, void *ctx)
+call_mm_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1038(yt_tensor *const *inputs, void *ctx)
+out_mm_1179(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9762,14 +11205,14 @@ out_mm_1038(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1039(yt_tensor *const *inputs, void *ctx)
+call_mm_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1040(yt_tensor *const *inputs, void *ctx)
+out_mm_1181(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9780,140 +11223,140 @@ out_mm_1040(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1041(yt_tensor *const *inputs, void *ctx)
+error_mm_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1042(yt_tensor *const *inputs, void *ctx)
+error_mm_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1043(yt_tensor *const *inputs, void *ctx)
+error_mm_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1044(yt_tensor *const *inputs, void *ctx)
+error_mm_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1045(yt_tensor *const *inputs, void *ctx)
+call_matmul_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1046(yt_tensor *const *inputs, void *ctx)
+call_matmul_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1047(yt_tensor *const *inputs, void *ctx)
+call_matmul_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1048(yt_tensor *const *inputs, void *ctx)
+call_matmul_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1049(yt_tensor *const *inputs, void *ctx)
+call_matmul_1190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1050(yt_tensor *const *inputs, void *ctx)
+call_matmul_1191(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1051(yt_tensor *const *inputs, void *ctx)
+call_matmul_1192(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1052(yt_tensor *const *inputs, void *ctx)
+call_matmul_1193(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1053(yt_tensor *const *inputs, void *ctx)
+call_matmul_1194(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1054(yt_tensor *const *inputs, void *ctx)
+call_matmul_1195(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1055(yt_tensor *const *inputs, void *ctx)
+call_matmul_1196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1056(yt_tensor *const *inputs, void *ctx)
+error_matmul_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1057(yt_tensor *const *inputs, void *ctx)
+error_matmul_1198(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1058(yt_tensor *const *inputs, void *ctx)
+error_matmul_1199(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_1059(yt_tensor *const *inputs, void *ctx)
+call_bmm_1200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1060(yt_tensor *const *inputs, void *ctx)
+out_bmm_1201(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9924,14 +11367,14 @@ out_bmm_1060(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1061(yt_tensor *const *inputs, void *ctx)
+call_bmm_1202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1062(yt_tensor *const *inputs, void *ctx)
+out_bmm_1203(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9942,14 +11385,14 @@ out_bmm_1062(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1063(yt_tensor *const *inputs, void *ctx)
+call_bmm_1204(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1064(yt_tensor *const *inputs, void *ctx)
+out_bmm_1205(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9960,14 +11403,14 @@ out_bmm_1064(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1065(yt_tensor *const *inputs, void *ctx)
+call_bmm_1206(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1066(yt_tensor *const *inputs, void *ctx)
+out_bmm_1207(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9978,49 +11421,49 @@ out_bmm_1066(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1067(yt_tensor *const *inputs, void *ctx)
+error_bmm_1208(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1068(yt_tensor *const *inputs, void *ctx)
+error_bmm_1209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1069(yt_tensor *const *inputs, void *ctx)
+error_bmm_1210(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1070(yt_tensor *const *inputs, void *ctx)
+error_bmm_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1071(yt_tensor *const *inputs, void *ctx)
+error_bmm_1212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_1072(yt_tensor *const *inputs, void *ctx)
+call_addmm_1213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1073(yt_tensor *const *inputs, void *ctx)
+out_addmm_1214(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10032,14 +11475,14 @@ out_addmm_1073(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1074(yt_tensor *const *inputs, void *ctx)
+call_addmm_1215(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1075(yt_tensor *const *inputs, void *ctx)
+out_addmm_1216(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10051,14 +11494,14 @@ out_addmm_1075(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1076(yt_tensor *const *inputs, void *ctx)
+call_addmm_1217(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1077(yt_tensor *const *inputs, void *ctx)
+out_addmm_1218(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10070,14 +11513,14 @@ out_addmm_1077(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1078(yt_tensor *const *inputs, void *ctx)
+call_addmm_1219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1079(yt_tensor *const *inputs, void *ctx)
+out_addmm_1220(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10089,14 +11532,14 @@ out_addmm_1079(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1080(yt_tensor *const *inputs, void *ctx)
+call_addmm_1221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1081(yt_tensor *const *inputs, void *ctx)
+out_addmm_1222(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10108,63 +11551,63 @@ out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_1082(yt_tensor *const *inputs, void *ctx)
+error_addmm_1223(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1083(yt_tensor *const *inputs, void *ctx)
+error_addmm_1224(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1084(yt_tensor *const *inputs, void *ctx)
+error_addmm_1225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1085(yt_tensor *const *inputs, void *ctx)
+error_addmm_1226(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1086(yt_tensor *const *inputs, void *ctx)
+error_addmm_1227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1087(yt_tensor *const *inputs, void *ctx)
+error_addmm_1228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1088(yt_tensor *const *inputs, void *ctx)
+error_addmm_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1089(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1090(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -10176,14 +11619,14 @@ out_baddbmm_1090(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1091(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1092(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1233(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10195,14 +11638,14 @@ out_baddbmm_1092(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1093(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1234(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1094(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1235(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10214,14 +11657,14 @@ out_baddbmm_1094(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1095(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1236(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1096(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1237(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10233,14 +11676,14 @@ out_baddbmm_1096(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1238(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1239(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -10252,210 +11695,210 @@ out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1241(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_1108(yt_tensor *const *inputs, void *ctx)
+call_dot_1249(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1109(yt_tensor *const *inputs, void *ctx)
+call_dot_1250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1110(yt_tensor *const *inputs, void *ctx)
+call_dot_1251(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1111(yt_tensor *const *inputs, void *ctx)
+error_dot_1252(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1112(yt_tensor *const *inputs, void *ctx)
+error_dot_1253(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1113(yt_tensor *const *inputs, void *ctx)
+error_dot_1254(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1114(yt_tensor *const *inputs, void *ctx)
+error_dot_1255(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1115(yt_tensor *const *inputs, void *ctx)
+call_outer_1256(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1116(yt_tensor *const *inputs, void *ctx)
+call_outer_1257(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1117(yt_tensor *const *inputs, void *ctx)
+call_outer_1258(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1118(yt_tensor *const *inputs, void *ctx)
+error_outer_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1119(yt_tensor *const *inputs, void *ctx)
+error_outer_1260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1120(yt_tensor *const *inputs, void *ctx)
+error_outer_1261(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_1121(yt_tensor *const *inputs, void *ctx)
+call_t_1262(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1122(yt_tensor *const *inputs, void *ctx)
+call_t_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1123(yt_tensor *const *inputs, void *ctx)
+error_t_1264(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1124(yt_tensor *const *inputs, void *ctx)
+call_transpose_1265(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1125(yt_tensor *const *inputs, void *ctx)
+call_transpose_1266(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1126(yt_tensor *const *inputs, void *ctx)
+error_transpose_1267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1127(yt_tensor *const *inputs, void *ctx)
+error_transpose_1268(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1128(yt_tensor *const *inputs, void *ctx)
+call_permute_1269(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -10463,7 +11906,7 @@ call_permute_1128(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1129(yt_tensor *const *inputs, void *ctx)
+error_permute_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -10471,7 +11914,7 @@ error_permute_1129(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1130(yt_tensor *const *inputs, void *ctx)
+error_permute_1271(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -10479,7 +11922,7 @@ error_permute_1130(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1131(yt_tensor *const *inputs, void *ctx)
+call_view_1272(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -10487,7 +11930,7 @@ call_view_1131(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1132(yt_tensor *const *inputs, void *ctx)
+call_view_1273(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -10495,7 +11938,7 @@ call_view_1132(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1133(yt_tensor *const *inputs, void *ctx)
+call_reshape_1274(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -10503,7 +11946,7 @@ call_reshape_1133(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1134(yt_tensor *const *inputs, void *ctx)
+call_reshape_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -10511,7 +11954,7 @@ call_reshape_1134(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1135(yt_tensor *const *inputs, void *ctx)
+call_expand_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -10519,7 +11962,7 @@ call_expand_1135(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1136(yt_tensor *const *inputs, void *ctx)
+call_expand_1277(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -10527,427 +11970,623 @@ call_expand_1136(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1137(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1278(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1138(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1139(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1280(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1140(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1281(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1141(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1142(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1283(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1143(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1144(yt_tensor *const *inputs, void *ctx)
+call_slice_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1145(yt_tensor *const *inputs, void *ctx)
+call_slice_1286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1146(yt_tensor *const *inputs, void *ctx)
+error_slice_1287(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1147(yt_tensor *const *inputs, void *ctx)
+error_slice_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1148(yt_tensor *const *inputs, void *ctx)
+call_select_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1149(yt_tensor *const *inputs, void *ctx)
+call_select_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1150(yt_tensor *const *inputs, void *ctx)
+error_select_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1151(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_dropout_1152(yt_tensor *const *inputs, void *ctx)
+call_softmax_1293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1294(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_softmax_1299(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1301(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_log_softmax_1307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1309(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1317(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1319(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_dropout_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1153(yt_tensor *const *inputs, void *ctx)
+call_dropout_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1154(yt_tensor *const *inputs, void *ctx)
+call_dropout_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1155(yt_tensor *const *inputs, void *ctx)
+call_dropout_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1156(yt_tensor *const *inputs, void *ctx)
+call_dropout_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1157(yt_tensor *const *inputs, void *ctx)
+error_dropout_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1158(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1159(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1160(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1161(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1162(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1163(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1164(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1165(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1166(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1167(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1168(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1169(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1170(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1171(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1172(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1173(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1174(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1175(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1176(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1177(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1178(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1179(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1180(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1181(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1182(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1183(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1184(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1185(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1186(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1187(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1188(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1189(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1190(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1191(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1192(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1193(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1194(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1195(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1196(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1197(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -10955,28 +12594,28 @@ call_binary_cross_entropy_with_logits_1197(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1198(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1199(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1200(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1201(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -10984,245 +12623,245 @@ error_binary_cross_entropy_with_logits_1201(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1202(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1203(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1204(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1205(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1206(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1207(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1208(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1209(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1210(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1211(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1212(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1213(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1214(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1215(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1216(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1217(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1218(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1219(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1220(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1221(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1222(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1223(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1224(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1225(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1226(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1227(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1228(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1229(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1230(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1231(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1232(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1233(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1234(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1235(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1236(yt_tensor *const *inputs, void *ctx)
+call_empty_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11231,7 +12870,7 @@ call_empty_1236(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1237(yt_tensor *const *inputs, void *ctx)
+call_empty_1406(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11240,7 +12879,7 @@ call_empty_1237(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1238(yt_tensor *const *inputs, void *ctx)
+call_empty_1407(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11248,7 +12887,7 @@ call_empty_1238(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1239(yt_tensor *const *inputs, void *ctx)
+call_zeros_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11257,7 +12896,7 @@ call_zeros_1239(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1240(yt_tensor *const *inputs, void *ctx)
+call_ones_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11266,7 +12905,7 @@ call_ones_1240(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1241(yt_tensor *const *inputs, void *ctx)
+call_full_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11275,7 +12914,7 @@ call_full_1241(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1242(yt_tensor *const *inputs, void *ctx)
+call_full_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11284,7 +12923,7 @@ call_full_1242(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1243(yt_tensor *const *inputs, void *ctx)
+call_full_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11293,77 +12932,77 @@ call_full_1243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1244(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1245(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1246(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1247(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1248(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1249(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1250(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1251(yt_tensor *const *inputs, void *ctx)
+call_full_like_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1252(yt_tensor *const *inputs, void *ctx)
+call_full_like_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1253(yt_tensor *const *inputs, void *ctx)
+call_full_like_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1254(yt_tensor *const *inputs, void *ctx)
+call_arange_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11371,7 +13010,7 @@ call_arange_1254(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1255(yt_tensor *const *inputs, void *ctx)
+call_linspace_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11379,7 +13018,7 @@ call_linspace_1255(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1256(yt_tensor *const *inputs, void *ctx)
+call_linspace_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11387,7 +13026,7 @@ call_linspace_1256(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1257(yt_tensor *const *inputs, void *ctx)
+call_linspace_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11395,7 +13034,7 @@ call_linspace_1257(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1258(yt_tensor *const *inputs, void *ctx)
+call_eye_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11403,7 +13042,7 @@ call_eye_1258(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1259(yt_tensor *const *inputs, void *ctx)
+call_eye_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11411,7 +13050,7 @@ call_eye_1259(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1260(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11419,7 +13058,7 @@ call_eye_m_1260(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1261(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11427,7 +13066,7 @@ call_eye_m_1261(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1262(yt_tensor *const *inputs, void *ctx)
+call_rand_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11436,7 +13075,7 @@ call_rand_1262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1263(yt_tensor *const *inputs, void *ctx)
+error_rand_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11445,7 +13084,7 @@ error_rand_1263(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1264(yt_tensor *const *inputs, void *ctx)
+call_randn_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11454,7 +13093,7 @@ call_randn_1264(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1265(yt_tensor *const *inputs, void *ctx)
+error_randn_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11463,35 +13102,35 @@ error_randn_1265(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1266(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1267(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1268(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1269(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1270(yt_tensor *const *inputs, void *ctx)
+call_randint_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11500,7 +13139,7 @@ call_randint_1270(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1271(yt_tensor *const *inputs, void *ctx)
+call_randint_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11509,7 +13148,7 @@ call_randint_1271(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1272(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11518,7 +13157,7 @@ call_randint_low_1272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1273(yt_tensor *const *inputs, void *ctx)
+call_randperm_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11526,7 +13165,7 @@ call_randperm_1273(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1274(yt_tensor *const *inputs, void *ctx)
+call_randperm_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11534,14 +13173,14 @@ call_randperm_1274(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1275(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1276(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11553,14 +13192,14 @@ inplace_bernoulli_p_1276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1277(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1278(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11572,14 +13211,14 @@ inplace_bernoulli_p_1278(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1279(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1280(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11591,14 +13230,14 @@ inplace_bernoulli_p_1280(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1281(yt_tensor *const *inputs, void *ctx)
+call_normal_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1282(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11610,14 +13249,14 @@ inplace_normal_1282(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1283(yt_tensor *const *inputs, void *ctx)
+call_normal_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1284(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11629,14 +13268,14 @@ inplace_normal_1284(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1285(yt_tensor *const *inputs, void *ctx)
+call_normal_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1286(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11648,21 +13287,21 @@ inplace_normal_1286(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1287(yt_tensor *const *inputs, void *ctx)
+error_normal_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1288(yt_tensor *const *inputs, void *ctx)
+call_uniform_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1289(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11674,14 +13313,14 @@ inplace_uniform_1289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1290(yt_tensor *const *inputs, void *ctx)
+call_uniform_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1291(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11693,14 +13332,14 @@ inplace_uniform_1291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1292(yt_tensor *const *inputs, void *ctx)
+call_uniform_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1293(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11712,14 +13351,14 @@ inplace_uniform_1293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1294(yt_tensor *const *inputs, void *ctx)
+error_uniform_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1295(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -11727,7 +13366,7 @@ call_sum_to_1295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1296(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -11735,7 +13374,7 @@ call_sum_to_1296(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1297(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -16357,62 +17996,916 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm",
-        .where = "ops.yaml:1003 sample 0",
-        .n_inputs = 2,
+        .op = "amin",
+        .where = "ops.yaml:994 sample 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1033,
+        .call = call_amin_1033,
         .call_inplace = NULL,
-        .call_out = out_mm_1034,
+        .call_out = out_amin_1034,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:994 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1035,
+        .call_inplace = NULL,
+        .call_out = out_amin_1036,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:994 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_1037,
+        .call_inplace = NULL,
+        .call_out = out_amin_1038,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:994 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1039,
+        .call_inplace = NULL,
+        .call_out = out_amin_1040,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:994 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1041,
+        .call_inplace = NULL,
+        .call_out = out_amin_1042,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:1008 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_1044,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:1008 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_1045,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:1008 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_1046,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:1020 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_1047,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:1020 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_1048,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:1020 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_1049,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1050,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1051,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1052,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1053,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1054,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1055,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1056,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1057,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_values_1058,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1059,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_indices_1060,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1061,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1062,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1063,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1064,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1065,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1066,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1067,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1034 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1068,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1069,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1071,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1072,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1073,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1074,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1075,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1076,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1077,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1078,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_1079,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1080,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_1081,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1082,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1083,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1084,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1050 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1085,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1086,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1064 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1088,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1089,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1064 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1090,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1091,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1064 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_1092,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1093,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1064 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1094,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1095,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1064 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1096,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1097,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1079 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1099,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1100,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1079 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1101,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1102,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1079 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_1103,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1104,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1079 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1105,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1106,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1093 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_1108,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1093 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_1109,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1093 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_1110,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1093 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_1111,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1108 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_1112,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_1113,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1108 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_1114,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_1115,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1108 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_dim_int_1116,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_1117,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1108 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_1118,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_1119,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:1122 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_1121,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:1122 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_1122,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1135 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_1123,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1124,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1135 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_1125,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1126,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1135 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_1127,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1128,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:1148 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_1130,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:1148 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_1131,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:1161 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1132,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1133,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:1161 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_1134,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1135,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:1161 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1136,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1137,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1174 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1139,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1140,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1174 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1141,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1142,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1174 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cumsum_1143,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1144,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1174 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1145,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1146,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1174 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1147,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1148,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1188 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1150,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1188 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1151,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1188 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_1152,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1188 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1153,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1201 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1156,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1201 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1157,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1201 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_var_1158,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1201 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1159,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1215 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1162,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1215 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1163,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1215 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_std_1164,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1233 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1167,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1233 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1168,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1233 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linalg_vector_norm_1169,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1233 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1170,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1003 sample 1",
+        .where = "ops.yaml:1299 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_1174,
+        .call_inplace = NULL,
+        .call_out = out_mm_1175,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1299 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1035,
+        .call = call_mm_1176,
         .call_inplace = NULL,
-        .call_out = out_mm_1036,
+        .call_out = out_mm_1177,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1003 sample 2",
+        .where = "ops.yaml:1299 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1037,
+        .call = call_mm_1178,
         .call_inplace = NULL,
-        .call_out = out_mm_1038,
+        .call_out = out_mm_1179,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1003 sample 3",
+        .where = "ops.yaml:1299 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1039,
+        .call = call_mm_1180,
         .call_inplace = NULL,
-        .call_out = out_mm_1040,
+        .call_out = out_mm_1181,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 0",
+        .where = "ops.yaml:1317 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1045,
+        .call = call_matmul_1186,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16420,11 +18913,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 1",
+        .where = "ops.yaml:1317 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1046,
+        .call = call_matmul_1187,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16432,11 +18925,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 2",
+        .where = "ops.yaml:1317 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1047,
+        .call = call_matmul_1188,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16444,11 +18937,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 3",
+        .where = "ops.yaml:1317 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1048,
+        .call = call_matmul_1189,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16456,11 +18949,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 4",
+        .where = "ops.yaml:1317 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1049,
+        .call = call_matmul_1190,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16468,11 +18961,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 5",
+        .where = "ops.yaml:1317 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1050,
+        .call = call_matmul_1191,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16480,7 +18973,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 6",
+        .where = "ops.yaml:1317 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -16488,7 +18981,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1051,
+        .call = call_matmul_1192,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16496,11 +18989,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 7",
+        .where = "ops.yaml:1317 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1052,
+        .call = call_matmul_1193,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16508,11 +19001,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 8",
+        .where = "ops.yaml:1317 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1053,
+        .call = call_matmul_1194,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16520,7 +19013,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 9",
+        .where = "ops.yaml:1317 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -16528,7 +19021,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1054,
+        .call = call_matmul_1195,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16536,11 +19029,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1021 sample 10",
+        .where = "ops.yaml:1317 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1055,
+        .call = call_matmul_1196,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16548,19 +19041,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1051 sample 0",
+        .where = "ops.yaml:1347 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1059,
+        .call = call_bmm_1200,
         .call_inplace = NULL,
-        .call_out = out_bmm_1060,
+        .call_out = out_bmm_1201,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1051 sample 1",
+        .where = "ops.yaml:1347 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -16572,119 +19065,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1061,
+        .call = call_bmm_1202,
         .call_inplace = NULL,
-        .call_out = out_bmm_1062,
+        .call_out = out_bmm_1203,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1051 sample 2",
+        .where = "ops.yaml:1347 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1063,
+        .call = call_bmm_1204,
         .call_inplace = NULL,
-        .call_out = out_bmm_1064,
+        .call_out = out_bmm_1205,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1051 sample 3",
+        .where = "ops.yaml:1347 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1065,
+        .call = call_bmm_1206,
         .call_inplace = NULL,
-        .call_out = out_bmm_1066,
+        .call_out = out_bmm_1207,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1078 sample 0",
+        .where = "ops.yaml:1374 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1072,
+        .call = call_addmm_1213,
         .call_inplace = NULL,
-        .call_out = out_addmm_1073,
+        .call_out = out_addmm_1214,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1078 sample 1",
+        .where = "ops.yaml:1374 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1074,
+        .call = call_addmm_1215,
         .call_inplace = NULL,
-        .call_out = out_addmm_1075,
+        .call_out = out_addmm_1216,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1078 sample 2",
+        .where = "ops.yaml:1374 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1076,
+        .call = call_addmm_1217,
         .call_inplace = NULL,
-        .call_out = out_addmm_1077,
+        .call_out = out_addmm_1218,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1078 sample 3",
+        .where = "ops.yaml:1374 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1078,
+        .call = call_addmm_1219,
         .call_inplace = NULL,
-        .call_out = out_addmm_1079,
+        .call_out = out_addmm_1220,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1078 sample 4",
+        .where = "ops.yaml:1374 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1080,
+        .call = call_addmm_1221,
         .call_inplace = NULL,
-        .call_out = out_addmm_1081,
+        .call_out = out_addmm_1222,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1110 sample 0",
+        .where = "ops.yaml:1406 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1089,
+        .call = call_baddbmm_1230,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1090,
+        .call_out = out_baddbmm_1231,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1110 sample 1",
+        .where = "ops.yaml:1406 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -16693,15 +19186,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1091,
+        .call = call_baddbmm_1232,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1092,
+        .call_out = out_baddbmm_1233,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1110 sample 2",
+        .where = "ops.yaml:1406 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -16710,45 +19203,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1093,
+        .call = call_baddbmm_1234,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1094,
+        .call_out = out_baddbmm_1235,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1110 sample 3",
+        .where = "ops.yaml:1406 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1095,
+        .call = call_baddbmm_1236,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1096,
+        .call_out = out_baddbmm_1237,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1110 sample 4",
+        .where = "ops.yaml:1406 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1097,
+        .call = call_baddbmm_1238,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1098,
+        .call_out = out_baddbmm_1239,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1131 sample 0",
+        .where = "ops.yaml:1427 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1108,
+        .call = call_dot_1249,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16756,11 +19249,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1131 sample 1",
+        .where = "ops.yaml:1427 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1109,
+        .call = call_dot_1250,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16768,11 +19261,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1131 sample 2",
+        .where = "ops.yaml:1427 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1110,
+        .call = call_dot_1251,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16780,11 +19273,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1148 sample 0",
+        .where = "ops.yaml:1444 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1115,
+        .call = call_outer_1256,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16792,11 +19285,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1148 sample 1",
+        .where = "ops.yaml:1444 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1116,
+        .call = call_outer_1257,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16804,11 +19297,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1148 sample 2",
+        .where = "ops.yaml:1444 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1117,
+        .call = call_outer_1258,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16816,10 +19309,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1188 sample 0",
+        .where = "ops.yaml:1484 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1121,
+        .call = call_t_1262,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16827,10 +19320,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1188 sample 1",
+        .where = "ops.yaml:1484 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1122,
+        .call = call_t_1263,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16838,10 +19331,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1199 sample 0",
+        .where = "ops.yaml:1495 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1124,
+        .call = call_transpose_1265,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16849,10 +19342,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1199 sample 1",
+        .where = "ops.yaml:1495 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1125,
+        .call = call_transpose_1266,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16860,10 +19353,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1213 sample 0",
+        .where = "ops.yaml:1509 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1128,
+        .call = call_permute_1269,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16871,10 +19364,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1222 sample 0",
+        .where = "ops.yaml:1518 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1131,
+        .call = call_view_1272,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16882,10 +19375,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1222 sample 1",
+        .where = "ops.yaml:1518 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1132,
+        .call = call_view_1273,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16893,10 +19386,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1232 sample 0",
+        .where = "ops.yaml:1528 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1133,
+        .call = call_reshape_1274,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16904,11 +19397,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1232 sample 1",
+        .where = "ops.yaml:1528 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1134,
+        .call = call_reshape_1275,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16916,10 +19409,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1242 sample 0",
+        .where = "ops.yaml:1538 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1135,
+        .call = call_expand_1276,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16927,10 +19420,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1242 sample 1",
+        .where = "ops.yaml:1538 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1136,
+        .call = call_expand_1277,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16938,10 +19431,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1252 sample 0",
+        .where = "ops.yaml:1548 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1137,
+        .call = call_squeeze_1278,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16949,10 +19442,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1262 sample 0",
+        .where = "ops.yaml:1558 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1138,
+        .call = call_squeeze_dim_1279,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16960,10 +19453,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1262 sample 1",
+        .where = "ops.yaml:1558 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1139,
+        .call = call_squeeze_dim_1280,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16971,10 +19464,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1273 sample 0",
+        .where = "ops.yaml:1569 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1141,
+        .call = call_unsqueeze_1282,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16982,10 +19475,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1273 sample 1",
+        .where = "ops.yaml:1569 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1142,
+        .call = call_unsqueeze_1283,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16993,10 +19486,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1287 sample 0",
+        .where = "ops.yaml:1583 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1144,
+        .call = call_slice_1285,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17004,10 +19497,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1287 sample 1",
+        .where = "ops.yaml:1583 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1145,
+        .call = call_slice_1286,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17015,10 +19508,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1298 sample 0",
+        .where = "ops.yaml:1594 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1148,
+        .call = call_select_1289,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17026,10 +19519,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1298 sample 1",
+        .where = "ops.yaml:1594 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1149,
+        .call = call_select_1290,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17037,22 +19530,214 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1308 sample 0",
+        .where = "ops.yaml:1604 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1151,
+        .call = call_contiguous_1292,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
+        .op = "softmax.int",
+        .where = "ops.yaml:1630 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1293,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1630 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1294,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1630 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1295,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1630 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1296,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1630 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1297,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1648 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1301,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1648 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1302,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1648 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1303,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1648 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1304,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1648 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1305,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1666 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1309,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1666 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1310,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1666 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1311,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1683 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1315,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1683 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1316,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1683 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1317,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "dropout",
-        .where = "ops.yaml:1332 sample 0",
+        .where = "ops.yaml:1722 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1152,
+        .call = call_dropout_1321,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17060,11 +19745,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1332 sample 1",
+        .where = "ops.yaml:1722 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1153,
+        .call = call_dropout_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17072,10 +19757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1332 sample 2",
+        .where = "ops.yaml:1722 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1154,
+        .call = call_dropout_1323,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17083,10 +19768,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1332 sample 3",
+        .where = "ops.yaml:1722 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1155,
+        .call = call_dropout_1324,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17094,10 +19779,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1332 sample 4",
+        .where = "ops.yaml:1722 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1156,
+        .call = call_dropout_1325,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17105,11 +19790,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1346 sample 0",
+        .where = "ops.yaml:1736 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1158,
+        .call = call_mse_loss_1327,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17117,12 +19802,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1346 sample 1",
+        .where = "ops.yaml:1736 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1159,
+        .call = call_mse_loss_1328,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17130,11 +19815,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1346 sample 2",
+        .where = "ops.yaml:1736 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1160,
+        .call = call_mse_loss_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17142,11 +19827,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1346 sample 3",
+        .where = "ops.yaml:1736 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1161,
+        .call = call_mse_loss_1330,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17154,11 +19839,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1346 sample 4",
+        .where = "ops.yaml:1736 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1162,
+        .call = call_mse_loss_1331,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17166,11 +19851,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1361 sample 0",
+        .where = "ops.yaml:1751 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1165,
+        .call = call_l1_loss_1334,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17178,12 +19863,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1361 sample 1",
+        .where = "ops.yaml:1751 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1166,
+        .call = call_l1_loss_1335,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17191,11 +19876,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1361 sample 2",
+        .where = "ops.yaml:1751 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1167,
+        .call = call_l1_loss_1336,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17203,11 +19888,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1361 sample 3",
+        .where = "ops.yaml:1751 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1168,
+        .call = call_l1_loss_1337,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17215,11 +19900,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1361 sample 4",
+        .where = "ops.yaml:1751 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1169,
+        .call = call_l1_loss_1338,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17227,11 +19912,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 0",
+        .where = "ops.yaml:1766 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1172,
+        .call = call_smooth_l1_loss_1341,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17239,12 +19924,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 1",
+        .where = "ops.yaml:1766 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1173,
+        .call = call_smooth_l1_loss_1342,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17252,11 +19937,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 2",
+        .where = "ops.yaml:1766 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1174,
+        .call = call_smooth_l1_loss_1343,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17264,11 +19949,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 3",
+        .where = "ops.yaml:1766 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1175,
+        .call = call_smooth_l1_loss_1344,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17276,11 +19961,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 4",
+        .where = "ops.yaml:1766 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1176,
+        .call = call_smooth_l1_loss_1345,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17288,11 +19973,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1376 sample 5",
+        .where = "ops.yaml:1766 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1177,
+        .call = call_smooth_l1_loss_1346,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17300,11 +19985,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1392 sample 0",
+        .where = "ops.yaml:1782 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1180,
+        .call = call_huber_loss_1349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17312,12 +19997,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1392 sample 1",
+        .where = "ops.yaml:1782 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1181,
+        .call = call_huber_loss_1350,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17325,11 +20010,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1392 sample 2",
+        .where = "ops.yaml:1782 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1182,
+        .call = call_huber_loss_1351,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17337,11 +20022,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1392 sample 3",
+        .where = "ops.yaml:1782 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1183,
+        .call = call_huber_loss_1352,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17349,11 +20034,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1392 sample 4",
+        .where = "ops.yaml:1782 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1184,
+        .call = call_huber_loss_1353,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17361,11 +20046,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 0",
+        .where = "ops.yaml:1798 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1187,
+        .call = call_binary_cross_entropy_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17373,12 +20058,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 1",
+        .where = "ops.yaml:1798 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1188,
+        .call = call_binary_cross_entropy_1357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17386,13 +20071,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 2",
+        .where = "ops.yaml:1798 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1189,
+        .call = call_binary_cross_entropy_1358,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17400,11 +20085,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 3",
+        .where = "ops.yaml:1798 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1190,
+        .call = call_binary_cross_entropy_1359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17412,13 +20097,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 4",
+        .where = "ops.yaml:1798 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1191,
+        .call = call_binary_cross_entropy_1360,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17426,13 +20111,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1408 sample 5",
+        .where = "ops.yaml:1798 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1192,
+        .call = call_binary_cross_entropy_1361,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17440,11 +20125,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 0",
+        .where = "ops.yaml:1814 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1195,
+        .call = call_binary_cross_entropy_with_logits_1364,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17452,14 +20137,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 1",
+        .where = "ops.yaml:1814 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1196,
+        .call = call_binary_cross_entropy_with_logits_1365,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17467,7 +20152,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 2",
+        .where = "ops.yaml:1814 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17475,7 +20160,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1197,
+        .call = call_binary_cross_entropy_with_logits_1366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17483,13 +20168,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 3",
+        .where = "ops.yaml:1814 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1198,
+        .call = call_binary_cross_entropy_with_logits_1367,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17497,13 +20182,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 4",
+        .where = "ops.yaml:1814 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1199,
+        .call = call_binary_cross_entropy_with_logits_1368,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17511,11 +20196,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1424 sample 5",
+        .where = "ops.yaml:1814 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1200,
+        .call = call_binary_cross_entropy_with_logits_1369,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17523,11 +20208,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 0",
+        .where = "ops.yaml:1837 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1203,
+        .call = call_nll_loss_1372,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17535,13 +20220,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 1",
+        .where = "ops.yaml:1837 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1204,
+        .call = call_nll_loss_1373,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17549,13 +20234,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 2",
+        .where = "ops.yaml:1837 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1205,
+        .call = call_nll_loss_1374,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17563,12 +20248,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 3",
+        .where = "ops.yaml:1837 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1206,
+        .call = call_nll_loss_1375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17576,13 +20261,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 4",
+        .where = "ops.yaml:1837 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1207,
+        .call = call_nll_loss_1376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17590,11 +20275,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1447 sample 5",
+        .where = "ops.yaml:1837 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1208,
+        .call = call_nll_loss_1377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17602,11 +20287,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 0",
+        .where = "ops.yaml:1860 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1213,
+        .call = call_cross_entropy_loss_1382,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17614,13 +20299,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 1",
+        .where = "ops.yaml:1860 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1214,
+        .call = call_cross_entropy_loss_1383,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17628,13 +20313,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 2",
+        .where = "ops.yaml:1860 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1215,
+        .call = call_cross_entropy_loss_1384,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17642,13 +20327,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 3",
+        .where = "ops.yaml:1860 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1216,
+        .call = call_cross_entropy_loss_1385,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17656,12 +20341,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 4",
+        .where = "ops.yaml:1860 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1217,
+        .call = call_cross_entropy_loss_1386,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17669,11 +20354,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 5",
+        .where = "ops.yaml:1860 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1218,
+        .call = call_cross_entropy_loss_1387,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17681,13 +20366,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 6",
+        .where = "ops.yaml:1860 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1219,
+        .call = call_cross_entropy_loss_1388,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17695,11 +20380,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 7",
+        .where = "ops.yaml:1860 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1220,
+        .call = call_cross_entropy_loss_1389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17707,13 +20392,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 8",
+        .where = "ops.yaml:1860 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1221,
+        .call = call_cross_entropy_loss_1390,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17721,13 +20406,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 9",
+        .where = "ops.yaml:1860 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1222,
+        .call = call_cross_entropy_loss_1391,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17735,12 +20420,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 10",
+        .where = "ops.yaml:1860 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1223,
+        .call = call_cross_entropy_loss_1392,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17748,13 +20433,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1470 sample 11",
+        .where = "ops.yaml:1860 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1224,
+        .call = call_cross_entropy_loss_1393,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17762,11 +20447,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1495 sample 0",
+        .where = "ops.yaml:1885 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1229,
+        .call = call_cross_entropy_index_1398,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17774,12 +20459,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1495 sample 1",
+        .where = "ops.yaml:1885 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1230,
+        .call = call_cross_entropy_index_1399,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17787,11 +20472,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1495 sample 2",
+        .where = "ops.yaml:1885 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1231,
+        .call = call_cross_entropy_index_1400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17799,11 +20484,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1495 sample 3",
+        .where = "ops.yaml:1885 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1232,
+        .call = call_cross_entropy_index_1401,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17811,11 +20496,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1495 sample 4",
+        .where = "ops.yaml:1885 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1233,
+        .call = call_cross_entropy_index_1402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17823,9 +20508,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1521 sample 0",
+        .where = "ops.yaml:1911 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1236,
+        .call = call_empty_1405,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17833,9 +20518,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1521 sample 1",
+        .where = "ops.yaml:1911 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1237,
+        .call = call_empty_1406,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17843,9 +20528,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1521 sample 2",
+        .where = "ops.yaml:1911 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1238,
+        .call = call_empty_1407,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17853,9 +20538,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1528 sample 0",
+        .where = "ops.yaml:1918 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1239,
+        .call = call_zeros_1408,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17863,9 +20548,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1536 sample 0",
+        .where = "ops.yaml:1926 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1240,
+        .call = call_ones_1409,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17873,9 +20558,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1551 sample 0",
+        .where = "ops.yaml:1941 sample 0",
         .n_inputs = 0,
-        .call = call_full_1241,
+        .call = call_full_1410,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17883,9 +20568,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1551 sample 1",
+        .where = "ops.yaml:1941 sample 1",
         .n_inputs = 0,
-        .call = call_full_1242,
+        .call = call_full_1411,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17893,9 +20578,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1551 sample 2",
+        .where = "ops.yaml:1941 sample 2",
         .n_inputs = 0,
-        .call = call_full_1243,
+        .call = call_full_1412,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17903,10 +20588,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1562 sample 0",
+        .where = "ops.yaml:1952 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1244,
+        .call = call_empty_like_1413,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17914,11 +20599,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1562 sample 1",
+        .where = "ops.yaml:1952 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1245,
+        .call = call_empty_like_1414,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17926,10 +20611,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1562 sample 2",
+        .where = "ops.yaml:1952 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1246,
+        .call = call_empty_like_1415,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17937,10 +20622,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1582 sample 0",
+        .where = "ops.yaml:1972 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1247,
+        .call = call_ones_like_1416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17948,11 +20633,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1582 sample 1",
+        .where = "ops.yaml:1972 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1248,
+        .call = call_ones_like_1417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17960,10 +20645,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1582 sample 2",
+        .where = "ops.yaml:1972 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1249,
+        .call = call_ones_like_1418,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17971,10 +20656,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1582 sample 3",
+        .where = "ops.yaml:1972 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1250,
+        .call = call_ones_like_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17982,10 +20667,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1594 sample 0",
+        .where = "ops.yaml:1984 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1251,
+        .call = call_full_like_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17993,11 +20678,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1594 sample 1",
+        .where = "ops.yaml:1984 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1252,
+        .call = call_full_like_1421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18005,10 +20690,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1594 sample 2",
+        .where = "ops.yaml:1984 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1253,
+        .call = call_full_like_1422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18016,9 +20701,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1599 sample 0",
+        .where = "ops.yaml:1989 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1254,
+        .call = call_arange_1423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18026,9 +20711,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1614 sample 0",
+        .where = "ops.yaml:2004 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1255,
+        .call = call_linspace_1424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18036,9 +20721,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1614 sample 1",
+        .where = "ops.yaml:2004 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1256,
+        .call = call_linspace_1425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18046,9 +20731,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1614 sample 2",
+        .where = "ops.yaml:2004 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1257,
+        .call = call_linspace_1426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18056,9 +20741,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1626 sample 0",
+        .where = "ops.yaml:2016 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1258,
+        .call = call_eye_1427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18066,9 +20751,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1626 sample 1",
+        .where = "ops.yaml:2016 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1259,
+        .call = call_eye_1428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18076,9 +20761,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1637 sample 0",
+        .where = "ops.yaml:2027 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1260,
+        .call = call_eye_m_1429,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18086,9 +20771,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1637 sample 1",
+        .where = "ops.yaml:2027 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1261,
+        .call = call_eye_m_1430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18096,9 +20781,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1641 sample 0",
+        .where = "ops.yaml:2031 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1262,
+        .call = call_rand_1431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18106,9 +20791,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1652 sample 0",
+        .where = "ops.yaml:2042 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1264,
+        .call = call_randn_1433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18116,10 +20801,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1669 sample 0",
+        .where = "ops.yaml:2059 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1266,
+        .call = call_rand_like_1435,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18127,10 +20812,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1669 sample 1",
+        .where = "ops.yaml:2059 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1267,
+        .call = call_rand_like_1436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18138,10 +20823,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1679 sample 0",
+        .where = "ops.yaml:2069 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1268,
+        .call = call_randn_like_1437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18149,10 +20834,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1679 sample 1",
+        .where = "ops.yaml:2069 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1269,
+        .call = call_randn_like_1438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18160,9 +20845,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1690 sample 0",
+        .where = "ops.yaml:2080 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1270,
+        .call = call_randint_1439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18170,9 +20855,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1690 sample 1",
+        .where = "ops.yaml:2080 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1271,
+        .call = call_randint_1440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18180,9 +20865,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:1701 sample 0",
+        .where = "ops.yaml:2091 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1272,
+        .call = call_randint_low_1441,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18190,9 +20875,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1711 sample 0",
+        .where = "ops.yaml:2101 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1273,
+        .call = call_randperm_1442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18200,9 +20885,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1711 sample 1",
+        .where = "ops.yaml:2101 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1274,
+        .call = call_randperm_1443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18210,112 +20895,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1728 sample 0",
+        .where = "ops.yaml:2118 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1275,
-        .call_inplace = inplace_bernoulli_p_1276,
+        .call = call_bernoulli_p_1444,
+        .call_inplace = inplace_bernoulli_p_1445,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1728 sample 1",
+        .where = "ops.yaml:2118 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1277,
-        .call_inplace = inplace_bernoulli_p_1278,
+        .call = call_bernoulli_p_1446,
+        .call_inplace = inplace_bernoulli_p_1447,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1728 sample 2",
+        .where = "ops.yaml:2118 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1279,
-        .call_inplace = inplace_bernoulli_p_1280,
+        .call = call_bernoulli_p_1448,
+        .call_inplace = inplace_bernoulli_p_1449,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1739 sample 0",
+        .where = "ops.yaml:2129 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1281,
-        .call_inplace = inplace_normal_1282,
+        .call = call_normal_1450,
+        .call_inplace = inplace_normal_1451,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1739 sample 1",
+        .where = "ops.yaml:2129 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1283,
-        .call_inplace = inplace_normal_1284,
+        .call = call_normal_1452,
+        .call_inplace = inplace_normal_1453,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1739 sample 2",
+        .where = "ops.yaml:2129 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1285,
-        .call_inplace = inplace_normal_1286,
+        .call = call_normal_1454,
+        .call_inplace = inplace_normal_1455,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1751 sample 0",
+        .where = "ops.yaml:2141 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1288,
-        .call_inplace = inplace_uniform_1289,
+        .call = call_uniform_1457,
+        .call_inplace = inplace_uniform_1458,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1751 sample 1",
+        .where = "ops.yaml:2141 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1290,
-        .call_inplace = inplace_uniform_1291,
+        .call = call_uniform_1459,
+        .call_inplace = inplace_uniform_1460,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1751 sample 2",
+        .where = "ops.yaml:2141 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1292,
-        .call_inplace = inplace_uniform_1293,
+        .call = call_uniform_1461,
+        .call_inplace = inplace_uniform_1462,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1764 sample 0",
+        .where = "ops.yaml:2154 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1295,
+        .call = call_sum_to_1464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18323,10 +21008,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1764 sample 1",
+        .where = "ops.yaml:2154 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1296,
+        .call = call_sum_to_1465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19274,739 +21959,1015 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "amax: ",
     },
     {
+        .op = "amin",
+        .what = "ops.yaml:986: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amin_1043,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "amin: ",
+    },
+    {
+        .op = "max.dim",
+        .what = "ops.yaml:1025: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_dim_1070,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "max: ",
+    },
+    {
+        .op = "min.dim",
+        .what = "ops.yaml:1041: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_min_dim_1087,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "min: ",
+    },
+    {
+        .op = "argmax",
+        .what = "ops.yaml:1056: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmax_1098,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmax: ",
+    },
+    {
+        .op = "argmin",
+        .what = "ops.yaml:1071: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmin_1107,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmin: ",
+    },
+    {
+        .op = "prod.dim_int",
+        .what = "ops.yaml:1099: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_prod_dim_int_1120,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "prod: ",
+    },
+    {
+        .op = "all.dim",
+        .what = "ops.yaml:1126: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_all_dim_1129,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "all: ",
+    },
+    {
+        .op = "any.dim",
+        .what = "ops.yaml:1152: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_any_dim_1138,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "any: ",
+    },
+    {
+        .op = "cumsum",
+        .what = "ops.yaml:1166: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_1149,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:1181: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_logsumexp_1154,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:1181: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_logsumexp_1155,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:1194: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_var_1160,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:1194: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_var_1161,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1208: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_std_1165,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1208: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_std_1166,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1228: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1171,
+        .expect = 0,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1221: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_linalg_vector_norm_1172,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1221: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1173,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:994: self.dim == 2",
+        .what = "ops.yaml:1290: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1041,
+        .call = error_mm_1182,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:996: mat2.dim == 2",
+        .what = "ops.yaml:1292: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1042,
+        .call = error_mm_1183,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:998: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1294: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1043,
+        .call = error_mm_1184,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:988: dtype of self",
+        .what = "ops.yaml:1284: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1044,
+        .call = error_mm_1185,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1015: self.dim >= 1",
+        .what = "ops.yaml:1311: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1056,
+        .call = error_matmul_1197,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1017: other.dim >= 1",
+        .what = "ops.yaml:1313: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1057,
+        .call = error_matmul_1198,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1009: dtype of self",
+        .what = "ops.yaml:1305: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1058,
+        .call = error_matmul_1199,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1040: self.dim == 3",
+        .what = "ops.yaml:1336: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1067,
+        .call = error_bmm_1208,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1042: mat2.dim == 3",
+        .what = "ops.yaml:1338: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1068,
+        .call = error_bmm_1209,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1044: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1340: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1069,
+        .call = error_bmm_1210,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1046: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1342: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1070,
+        .call = error_bmm_1211,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1034: dtype of self",
+        .what = "ops.yaml:1330: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1071,
+        .call = error_bmm_1212,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1063: mat1.dim == 2",
+        .what = "ops.yaml:1359: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1082,
+        .call = error_addmm_1223,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1065: mat2.dim == 2",
+        .what = "ops.yaml:1361: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1083,
+        .call = error_addmm_1224,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1067: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1363: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1084,
+        .call = error_addmm_1225,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1069: self.dim <= 2",
+        .what = "ops.yaml:1365: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1085,
+        .call = error_addmm_1226,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1071: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1367: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1086,
+        .call = error_addmm_1227,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1073: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1369: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1087,
+        .call = error_addmm_1228,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1057: dtype of self",
+        .what = "ops.yaml:1353: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1088,
+        .call = error_addmm_1229,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1091: batch1.dim == 3",
+        .what = "ops.yaml:1387: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1099,
+        .call = error_baddbmm_1240,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1093: batch2.dim == 3",
+        .what = "ops.yaml:1389: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1100,
+        .call = error_baddbmm_1241,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1095: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1391: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1101,
+        .call = error_baddbmm_1242,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1097: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1393: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1102,
+        .call = error_baddbmm_1243,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1099: self.dim <= 3",
+        .what = "ops.yaml:1395: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1103,
+        .call = error_baddbmm_1244,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1101: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1397: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1104,
+        .call = error_baddbmm_1245,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1103: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1399: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1105,
+        .call = error_baddbmm_1246,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1105: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1401: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1106,
+        .call = error_baddbmm_1247,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1085: dtype of self",
+        .what = "ops.yaml:1381: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1107,
+        .call = error_baddbmm_1248,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1123: self.dim == 1",
+        .what = "ops.yaml:1419: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1111,
+        .call = error_dot_1252,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1125: tensor.dim == 1",
+        .what = "ops.yaml:1421: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1112,
+        .call = error_dot_1253,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1127: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1423: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1113,
+        .call = error_dot_1254,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1117: dtype of self",
+        .what = "ops.yaml:1413: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1114,
+        .call = error_dot_1255,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1142: self.dim == 1",
+        .what = "ops.yaml:1438: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1118,
+        .call = error_outer_1259,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1144: vec2.dim == 1",
+        .what = "ops.yaml:1440: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1119,
+        .call = error_outer_1260,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1136: dtype of self",
+        .what = "ops.yaml:1432: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1120,
+        .call = error_outer_1261,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1184: self.dim <= 2",
+        .what = "ops.yaml:1480: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1123,
+        .call = error_t_1264,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1192: dim0 out of range",
+        .what = "ops.yaml:1488: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1126,
+        .call = error_transpose_1267,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1192: dim1 out of range",
+        .what = "ops.yaml:1488: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1127,
+        .call = error_transpose_1268,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1209: len(dims) == self.dim",
+        .what = "ops.yaml:1505: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1129,
+        .call = error_permute_1270,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1203: dims out of range",
+        .what = "ops.yaml:1499: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1130,
+        .call = error_permute_1271,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1255: dim out of range",
+        .what = "ops.yaml:1551: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1140,
+        .call = error_squeeze_dim_1281,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1266: dim out of range",
+        .what = "ops.yaml:1562: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1143,
+        .call = error_unsqueeze_1284,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1283: step > 0",
+        .what = "ops.yaml:1579: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1146,
+        .call = error_slice_1287,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1277: dim out of range",
+        .what = "ops.yaml:1573: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1147,
+        .call = error_slice_1288,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1291: dim out of range",
+        .what = "ops.yaml:1587: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1150,
+        .call = error_select_1291,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
+        .op = "softmax.int",
+        .what = "ops.yaml:1626: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1298,
+        .expect = 0,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1619: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_softmax_1299,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1619: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1300,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1644: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1306,
+        .expect = 0,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1637: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_log_softmax_1307,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1637: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1308,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1662: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1312,
+        .expect = 0,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1655: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1313,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1655: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1314,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1679: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1318,
+        .expect = 0,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1672: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1319,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1672: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1320,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
         .op = "dropout",
-        .what = "ops.yaml:1326: dtype of input",
+        .what = "ops.yaml:1716: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1157,
+        .call = error_dropout_1326,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1339: reduction not a choice",
+        .what = "ops.yaml:1729: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1163,
+        .call = error_mse_loss_1332,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1339: dtype of self",
+        .what = "ops.yaml:1729: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1164,
+        .call = error_mse_loss_1333,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1354: reduction not a choice",
+        .what = "ops.yaml:1744: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1170,
+        .call = error_l1_loss_1339,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1354: dtype of self",
+        .what = "ops.yaml:1744: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1171,
+        .call = error_l1_loss_1340,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1369: reduction not a choice",
+        .what = "ops.yaml:1759: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1178,
+        .call = error_smooth_l1_loss_1347,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1369: dtype of self",
+        .what = "ops.yaml:1759: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1179,
+        .call = error_smooth_l1_loss_1348,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1385: reduction not a choice",
+        .what = "ops.yaml:1775: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1185,
+        .call = error_huber_loss_1354,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1385: dtype of self",
+        .what = "ops.yaml:1775: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1186,
+        .call = error_huber_loss_1355,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1400: reduction not a choice",
+        .what = "ops.yaml:1790: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1193,
+        .call = error_binary_cross_entropy_1362,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1400: dtype of self",
+        .what = "ops.yaml:1790: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1194,
+        .call = error_binary_cross_entropy_1363,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1417: reduction not a choice",
+        .what = "ops.yaml:1807: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1201,
+        .call = error_binary_cross_entropy_with_logits_1370,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1417: dtype of self",
+        .what = "ops.yaml:1807: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1202,
+        .call = error_binary_cross_entropy_with_logits_1371,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1440: self.dim >= 1",
+        .what = "ops.yaml:1830: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1209,
+        .call = error_nll_loss_1378,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1442: weight.dim == 1",
+        .what = "ops.yaml:1832: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1210,
+        .call = error_nll_loss_1379,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1433: reduction not a choice",
+        .what = "ops.yaml:1823: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1211,
+        .call = error_nll_loss_1380,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1433: dtype of self",
+        .what = "ops.yaml:1823: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1212,
+        .call = error_nll_loss_1381,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1463: self.dim >= 1",
+        .what = "ops.yaml:1853: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1225,
+        .call = error_cross_entropy_loss_1394,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1465: weight.dim == 1",
+        .what = "ops.yaml:1855: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1226,
+        .call = error_cross_entropy_loss_1395,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1456: reduction not a choice",
+        .what = "ops.yaml:1846: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1227,
+        .call = error_cross_entropy_loss_1396,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1456: dtype of self",
+        .what = "ops.yaml:1846: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1228,
+        .call = error_cross_entropy_loss_1397,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1485: reduction not a choice",
+        .what = "ops.yaml:1875: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1234,
+        .call = error_cross_entropy_index_1403,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1485: dtype of self",
+        .what = "ops.yaml:1875: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1235,
+        .call = error_cross_entropy_index_1404,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1646: is_floating(result_dtype)",
+        .what = "ops.yaml:2036: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1263,
+        .call = error_rand_1432,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1657: is_floating(result_dtype)",
+        .what = "ops.yaml:2047: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1265,
+        .call = error_randn_1434,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:1733: dtype of self",
+        .what = "ops.yaml:2123: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1287,
+        .call = error_normal_1456,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:1745: dtype of self",
+        .what = "ops.yaml:2135: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1294,
+        .call = error_uniform_1463,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1758: dtype of self",
+        .what = "ops.yaml:2148: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1297,
+        .call = error_sum_to_1466,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -2208,298 +2208,825 @@ def case_390(self):
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_391(self, mat2):
-    """mm (ops.yaml:1003 sample 0)"""
+def case_391(self):
+    """amin (ops.yaml:994 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_392(self):
+    """amin (ops.yaml:994 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_393(self):
+    """amin (ops.yaml:994 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_394(self):
+    """amin (ops.yaml:994 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_395(self):
+    """amin (ops.yaml:994 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_396(self):
+    """max (ops.yaml:1008 sample 0)"""
+    return torch.ops.aten.max(self)
+
+
+def case_397(self):
+    """max (ops.yaml:1008 sample 1)"""
+    return torch.ops.aten.max(self)
+
+
+def case_398(self):
+    """max (ops.yaml:1008 sample 2)"""
+    return torch.ops.aten.max(self)
+
+
+def case_399(self):
+    """min (ops.yaml:1020 sample 0)"""
+    return torch.ops.aten.min(self)
+
+
+def case_400(self):
+    """min (ops.yaml:1020 sample 1)"""
+    return torch.ops.aten.min(self)
+
+
+def case_401(self):
+    """min (ops.yaml:1020 sample 2)"""
+    return torch.ops.aten.min(self)
+
+
+def case_402(self):
+    """max.dim (ops.yaml:1034 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_403(self):
+    """max.dim (ops.yaml:1034 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_404(self):
+    """max.dim (ops.yaml:1034 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_405(self):
+    """max.dim (ops.yaml:1034 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_406(self):
+    """max.dim (ops.yaml:1034 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_407(self):
+    """max.dim (ops.yaml:1034 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_408(self):
+    """max.dim (ops.yaml:1034 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_409(self):
+    """max.dim (ops.yaml:1034 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_410(self):
+    """max.dim (ops.yaml:1034 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_411(self):
+    """max.dim (ops.yaml:1034 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_412(self):
+    """min.dim (ops.yaml:1050 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_413(self):
+    """min.dim (ops.yaml:1050 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_414(self):
+    """min.dim (ops.yaml:1050 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_415(self):
+    """min.dim (ops.yaml:1050 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_416(self):
+    """min.dim (ops.yaml:1050 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_417(self):
+    """min.dim (ops.yaml:1050 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_418(self):
+    """min.dim (ops.yaml:1050 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_419(self):
+    """min.dim (ops.yaml:1050 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_420(self):
+    """argmax (ops.yaml:1064 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_421(self):
+    """argmax (ops.yaml:1064 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_422(self):
+    """argmax (ops.yaml:1064 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_423(self):
+    """argmax (ops.yaml:1064 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_424(self):
+    """argmax (ops.yaml:1064 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_425(self):
+    """argmin (ops.yaml:1079 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_426(self):
+    """argmin (ops.yaml:1079 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_427(self):
+    """argmin (ops.yaml:1079 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_428(self):
+    """argmin (ops.yaml:1079 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_429(self):
+    """prod (ops.yaml:1093 sample 0)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_430(self):
+    """prod (ops.yaml:1093 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_431(self):
+    """prod (ops.yaml:1093 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_432(self):
+    """prod (ops.yaml:1093 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_433(self):
+    """prod.dim_int (ops.yaml:1108 sample 0)"""
+    dim = 1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_434(self):
+    """prod.dim_int (ops.yaml:1108 sample 1)"""
+    dim = 0
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_435(self):
+    """prod.dim_int (ops.yaml:1108 sample 2)"""
+    dim = -1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_436(self):
+    """prod.dim_int (ops.yaml:1108 sample 3)"""
+    dim = 0
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_437(self):
+    """all (ops.yaml:1122 sample 0)"""
+    return torch.ops.aten.all(self)
+
+
+def case_438(self):
+    """all (ops.yaml:1122 sample 1)"""
+    return torch.ops.aten.all(self)
+
+
+def case_439(self):
+    """all.dim (ops.yaml:1135 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_440(self):
+    """all.dim (ops.yaml:1135 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_441(self):
+    """all.dim (ops.yaml:1135 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_442(self):
+    """any (ops.yaml:1148 sample 0)"""
+    return torch.ops.aten.any(self)
+
+
+def case_443(self):
+    """any (ops.yaml:1148 sample 1)"""
+    return torch.ops.aten.any(self)
+
+
+def case_444(self):
+    """any.dim (ops.yaml:1161 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_445(self):
+    """any.dim (ops.yaml:1161 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_446(self):
+    """any.dim (ops.yaml:1161 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_447(self):
+    """cumsum (ops.yaml:1174 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_448(self):
+    """cumsum (ops.yaml:1174 sample 1)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_449(self):
+    """cumsum (ops.yaml:1174 sample 2)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_450(self):
+    """cumsum (ops.yaml:1174 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_451(self):
+    """cumsum (ops.yaml:1174 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_452(self):
+    """logsumexp (ops.yaml:1188 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_453(self):
+    """logsumexp (ops.yaml:1188 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_454(self):
+    """logsumexp (ops.yaml:1188 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_455(self):
+    """logsumexp (ops.yaml:1188 sample 3)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_456(self):
+    """var.correction (ops.yaml:1201 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_457(self):
+    """var.correction (ops.yaml:1201 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_458(self):
+    """var.correction (ops.yaml:1201 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_459(self):
+    """var.correction (ops.yaml:1201 sample 3)"""
+    dim = []
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_460(self):
+    """std.correction (ops.yaml:1215 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_461(self):
+    """std.correction (ops.yaml:1215 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_462(self):
+    """std.correction (ops.yaml:1215 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_463(self):
+    """linalg_vector_norm (ops.yaml:1233 sample 0)"""
+    ord = 2
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_464(self):
+    """linalg_vector_norm (ops.yaml:1233 sample 1)"""
+    ord = 1
+    dim = [0, 2]
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_465(self):
+    """linalg_vector_norm (ops.yaml:1233 sample 2)"""
+    ord = 2
+    dim = [0]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_466(self):
+    """linalg_vector_norm (ops.yaml:1233 sample 3)"""
+    ord = 2
+    dim = []
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_467(self, mat2):
+    """mm (ops.yaml:1299 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_392(self, mat2):
-    """mm (ops.yaml:1003 sample 1)"""
+def case_468(self, mat2):
+    """mm (ops.yaml:1299 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_393(self, mat2):
-    """mm (ops.yaml:1003 sample 2)"""
+def case_469(self, mat2):
+    """mm (ops.yaml:1299 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_394(self, mat2):
-    """mm (ops.yaml:1003 sample 3)"""
+def case_470(self, mat2):
+    """mm (ops.yaml:1299 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_395(self, other):
-    """matmul (ops.yaml:1021 sample 0)"""
+def case_471(self, other):
+    """matmul (ops.yaml:1317 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_396(self, other):
-    """matmul (ops.yaml:1021 sample 1)"""
+def case_472(self, other):
+    """matmul (ops.yaml:1317 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_397(self, other):
-    """matmul (ops.yaml:1021 sample 2)"""
+def case_473(self, other):
+    """matmul (ops.yaml:1317 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_398(self, other):
-    """matmul (ops.yaml:1021 sample 3)"""
+def case_474(self, other):
+    """matmul (ops.yaml:1317 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_399(self, other):
-    """matmul (ops.yaml:1021 sample 4)"""
+def case_475(self, other):
+    """matmul (ops.yaml:1317 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_400(self, other):
-    """matmul (ops.yaml:1021 sample 5)"""
+def case_476(self, other):
+    """matmul (ops.yaml:1317 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_401(self, other):
-    """matmul (ops.yaml:1021 sample 6)"""
+def case_477(self, other):
+    """matmul (ops.yaml:1317 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_402(self, other):
-    """matmul (ops.yaml:1021 sample 7)"""
+def case_478(self, other):
+    """matmul (ops.yaml:1317 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_403(self, other):
-    """matmul (ops.yaml:1021 sample 8)"""
+def case_479(self, other):
+    """matmul (ops.yaml:1317 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_404(self, other):
-    """matmul (ops.yaml:1021 sample 9)"""
+def case_480(self, other):
+    """matmul (ops.yaml:1317 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_405(self, other):
-    """matmul (ops.yaml:1021 sample 10)"""
+def case_481(self, other):
+    """matmul (ops.yaml:1317 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_406(self, mat2):
-    """bmm (ops.yaml:1051 sample 0)"""
+def case_482(self, mat2):
+    """bmm (ops.yaml:1347 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_407(self, mat2):
-    """bmm (ops.yaml:1051 sample 1)"""
+def case_483(self, mat2):
+    """bmm (ops.yaml:1347 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_408(self, mat2):
-    """bmm (ops.yaml:1051 sample 2)"""
+def case_484(self, mat2):
+    """bmm (ops.yaml:1347 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_409(self, mat2):
-    """bmm (ops.yaml:1051 sample 3)"""
+def case_485(self, mat2):
+    """bmm (ops.yaml:1347 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_410(self, mat1, mat2):
-    """addmm (ops.yaml:1078 sample 0)"""
+def case_486(self, mat1, mat2):
+    """addmm (ops.yaml:1374 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_411(self, mat1, mat2):
-    """addmm (ops.yaml:1078 sample 1)"""
+def case_487(self, mat1, mat2):
+    """addmm (ops.yaml:1374 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_412(self, mat1, mat2):
-    """addmm (ops.yaml:1078 sample 2)"""
+def case_488(self, mat1, mat2):
+    """addmm (ops.yaml:1374 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_413(self, mat1, mat2):
-    """addmm (ops.yaml:1078 sample 3)"""
+def case_489(self, mat1, mat2):
+    """addmm (ops.yaml:1374 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_414(self, mat1, mat2):
-    """addmm (ops.yaml:1078 sample 4)"""
+def case_490(self, mat1, mat2):
+    """addmm (ops.yaml:1374 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_415(self, batch1, batch2):
-    """baddbmm (ops.yaml:1110 sample 0)"""
+def case_491(self, batch1, batch2):
+    """baddbmm (ops.yaml:1406 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_416(self, batch1, batch2):
-    """baddbmm (ops.yaml:1110 sample 1)"""
+def case_492(self, batch1, batch2):
+    """baddbmm (ops.yaml:1406 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_417(self, batch1, batch2):
-    """baddbmm (ops.yaml:1110 sample 2)"""
+def case_493(self, batch1, batch2):
+    """baddbmm (ops.yaml:1406 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_418(self, batch1, batch2):
-    """baddbmm (ops.yaml:1110 sample 3)"""
+def case_494(self, batch1, batch2):
+    """baddbmm (ops.yaml:1406 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_419(self, batch1, batch2):
-    """baddbmm (ops.yaml:1110 sample 4)"""
+def case_495(self, batch1, batch2):
+    """baddbmm (ops.yaml:1406 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_420(self, tensor):
-    """dot (ops.yaml:1131 sample 0)"""
+def case_496(self, tensor):
+    """dot (ops.yaml:1427 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_421(self, tensor):
-    """dot (ops.yaml:1131 sample 1)"""
+def case_497(self, tensor):
+    """dot (ops.yaml:1427 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_422(self, tensor):
-    """dot (ops.yaml:1131 sample 2)"""
+def case_498(self, tensor):
+    """dot (ops.yaml:1427 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_423(self, vec2):
-    """outer (ops.yaml:1148 sample 0)"""
+def case_499(self, vec2):
+    """outer (ops.yaml:1444 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_424(self, vec2):
-    """outer (ops.yaml:1148 sample 1)"""
+def case_500(self, vec2):
+    """outer (ops.yaml:1444 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_425(self, vec2):
-    """outer (ops.yaml:1148 sample 2)"""
+def case_501(self, vec2):
+    """outer (ops.yaml:1444 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_426(self):
-    """t (ops.yaml:1188 sample 0)"""
+def case_502(self):
+    """t (ops.yaml:1484 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_427(self):
-    """t (ops.yaml:1188 sample 1)"""
+def case_503(self):
+    """t (ops.yaml:1484 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_428(self):
-    """transpose (ops.yaml:1199 sample 0)"""
+def case_504(self):
+    """transpose (ops.yaml:1495 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_429(self):
-    """transpose (ops.yaml:1199 sample 1)"""
+def case_505(self):
+    """transpose (ops.yaml:1495 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_430(self):
-    """permute (ops.yaml:1213 sample 0)"""
+def case_506(self):
+    """permute (ops.yaml:1509 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_431(self):
-    """view (ops.yaml:1222 sample 0)"""
+def case_507(self):
+    """view (ops.yaml:1518 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_432(self):
-    """view (ops.yaml:1222 sample 1)"""
+def case_508(self):
+    """view (ops.yaml:1518 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_433(self):
-    """reshape (ops.yaml:1232 sample 0)"""
+def case_509(self):
+    """reshape (ops.yaml:1528 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_434(self):
-    """reshape (ops.yaml:1232 sample 1)"""
+def case_510(self):
+    """reshape (ops.yaml:1528 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_435(self):
-    """expand (ops.yaml:1242 sample 0)"""
+def case_511(self):
+    """expand (ops.yaml:1538 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_436(self):
-    """expand (ops.yaml:1242 sample 1)"""
+def case_512(self):
+    """expand (ops.yaml:1538 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_437(self):
-    """squeeze (ops.yaml:1252 sample 0)"""
+def case_513(self):
+    """squeeze (ops.yaml:1548 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_438(self):
-    """squeeze.dim (ops.yaml:1262 sample 0)"""
+def case_514(self):
+    """squeeze.dim (ops.yaml:1558 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_439(self):
-    """squeeze.dim (ops.yaml:1262 sample 1)"""
+def case_515(self):
+    """squeeze.dim (ops.yaml:1558 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_440(self):
-    """unsqueeze (ops.yaml:1273 sample 0)"""
+def case_516(self):
+    """unsqueeze (ops.yaml:1569 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_441(self):
-    """unsqueeze (ops.yaml:1273 sample 1)"""
+def case_517(self):
+    """unsqueeze (ops.yaml:1569 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_442(self):
-    """slice (ops.yaml:1287 sample 0)"""
+def case_518(self):
+    """slice (ops.yaml:1583 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2507,8 +3034,8 @@ def case_442(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_443(self):
-    """slice (ops.yaml:1287 sample 1)"""
+def case_519(self):
+    """slice (ops.yaml:1583 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2516,331 +3043,437 @@ def case_443(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_444(self):
-    """select (ops.yaml:1298 sample 0)"""
+def case_520(self):
+    """select (ops.yaml:1594 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_445(self):
-    """select (ops.yaml:1298 sample 1)"""
+def case_521(self):
+    """select (ops.yaml:1594 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_446(self):
-    """contiguous (ops.yaml:1308 sample 0)"""
+def case_522(self):
+    """contiguous (ops.yaml:1604 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_447(input):
-    """dropout (ops.yaml:1332 sample 0)"""
+def case_523(self):
+    """softmax.int (ops.yaml:1630 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_524(self):
+    """softmax.int (ops.yaml:1630 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_525(self):
+    """softmax.int (ops.yaml:1630 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_526(self):
+    """softmax.int (ops.yaml:1630 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_527(self):
+    """softmax.int (ops.yaml:1630 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_528(self):
+    """log_softmax.int (ops.yaml:1648 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_529(self):
+    """log_softmax.int (ops.yaml:1648 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_530(self):
+    """log_softmax.int (ops.yaml:1648 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_531(self):
+    """log_softmax.int (ops.yaml:1648 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_532(self):
+    """log_softmax.int (ops.yaml:1648 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_533(grad_output, output):
+    """softmax_backward_data (ops.yaml:1666 sample 0)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_534(grad_output, output):
+    """softmax_backward_data (ops.yaml:1666 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_535(grad_output, output):
+    """softmax_backward_data (ops.yaml:1666 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_536(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1683 sample 0)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_537(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1683 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_538(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1683 sample 2)"""
+    dim = 0
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_539(input):
+    """dropout (ops.yaml:1722 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_448(input):
-    """dropout (ops.yaml:1332 sample 1)"""
+def case_540(input):
+    """dropout (ops.yaml:1722 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_449(input):
-    """dropout (ops.yaml:1332 sample 2)"""
+def case_541(input):
+    """dropout (ops.yaml:1722 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_450(input):
-    """dropout (ops.yaml:1332 sample 3)"""
+def case_542(input):
+    """dropout (ops.yaml:1722 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_451(input):
-    """dropout (ops.yaml:1332 sample 4)"""
+def case_543(input):
+    """dropout (ops.yaml:1722 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_452(self, target):
-    """mse_loss (ops.yaml:1346 sample 0)"""
+def case_544(self, target):
+    """mse_loss (ops.yaml:1736 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_453(self, target):
-    """mse_loss (ops.yaml:1346 sample 1)"""
+def case_545(self, target):
+    """mse_loss (ops.yaml:1736 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_454(self, target):
-    """mse_loss (ops.yaml:1346 sample 2)"""
+def case_546(self, target):
+    """mse_loss (ops.yaml:1736 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_455(self, target):
-    """mse_loss (ops.yaml:1346 sample 3)"""
+def case_547(self, target):
+    """mse_loss (ops.yaml:1736 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_456(self, target):
-    """mse_loss (ops.yaml:1346 sample 4)"""
+def case_548(self, target):
+    """mse_loss (ops.yaml:1736 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_457(self, target):
-    """l1_loss (ops.yaml:1361 sample 0)"""
+def case_549(self, target):
+    """l1_loss (ops.yaml:1751 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_458(self, target):
-    """l1_loss (ops.yaml:1361 sample 1)"""
+def case_550(self, target):
+    """l1_loss (ops.yaml:1751 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_459(self, target):
-    """l1_loss (ops.yaml:1361 sample 2)"""
+def case_551(self, target):
+    """l1_loss (ops.yaml:1751 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_460(self, target):
-    """l1_loss (ops.yaml:1361 sample 3)"""
+def case_552(self, target):
+    """l1_loss (ops.yaml:1751 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_461(self, target):
-    """l1_loss (ops.yaml:1361 sample 4)"""
+def case_553(self, target):
+    """l1_loss (ops.yaml:1751 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_462(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 0)"""
+def case_554(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_463(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 1)"""
+def case_555(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_464(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 2)"""
+def case_556(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_465(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 3)"""
+def case_557(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_466(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 4)"""
+def case_558(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_467(self, target):
-    """smooth_l1_loss (ops.yaml:1376 sample 5)"""
+def case_559(self, target):
+    """smooth_l1_loss (ops.yaml:1766 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_468(self, target):
-    """huber_loss (ops.yaml:1392 sample 0)"""
+def case_560(self, target):
+    """huber_loss (ops.yaml:1782 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_469(self, target):
-    """huber_loss (ops.yaml:1392 sample 1)"""
+def case_561(self, target):
+    """huber_loss (ops.yaml:1782 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_470(self, target):
-    """huber_loss (ops.yaml:1392 sample 2)"""
+def case_562(self, target):
+    """huber_loss (ops.yaml:1782 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_471(self, target):
-    """huber_loss (ops.yaml:1392 sample 3)"""
+def case_563(self, target):
+    """huber_loss (ops.yaml:1782 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_472(self, target):
-    """huber_loss (ops.yaml:1392 sample 4)"""
+def case_564(self, target):
+    """huber_loss (ops.yaml:1782 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_473(self, target):
-    """binary_cross_entropy (ops.yaml:1408 sample 0)"""
+def case_565(self, target):
+    """binary_cross_entropy (ops.yaml:1798 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_474(self, target):
-    """binary_cross_entropy (ops.yaml:1408 sample 1)"""
+def case_566(self, target):
+    """binary_cross_entropy (ops.yaml:1798 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_475(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1408 sample 2)"""
+def case_567(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1798 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_476(self, target):
-    """binary_cross_entropy (ops.yaml:1408 sample 3)"""
+def case_568(self, target):
+    """binary_cross_entropy (ops.yaml:1798 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_477(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1408 sample 4)"""
+def case_569(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1798 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_478(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1408 sample 5)"""
+def case_570(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1798 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_479(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 0)"""
+def case_571(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_480(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 1)"""
+def case_572(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_481(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 2)"""
+def case_573(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_482(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 3)"""
+def case_574(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_483(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 4)"""
+def case_575(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_484(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1424 sample 5)"""
+def case_576(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_485(self, target):
-    """nll_loss (ops.yaml:1447 sample 0)"""
+def case_577(self, target):
+    """nll_loss (ops.yaml:1837 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_486(self, target, weight):
-    """nll_loss (ops.yaml:1447 sample 1)"""
+def case_578(self, target, weight):
+    """nll_loss (ops.yaml:1837 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_487(self, target, weight):
-    """nll_loss (ops.yaml:1447 sample 2)"""
+def case_579(self, target, weight):
+    """nll_loss (ops.yaml:1837 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_488(self, target):
-    """nll_loss (ops.yaml:1447 sample 3)"""
+def case_580(self, target):
+    """nll_loss (ops.yaml:1837 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_489(self, target, weight):
-    """nll_loss (ops.yaml:1447 sample 4)"""
+def case_581(self, target, weight):
+    """nll_loss (ops.yaml:1837 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_490(self, target):
-    """nll_loss (ops.yaml:1447 sample 5)"""
+def case_582(self, target):
+    """nll_loss (ops.yaml:1837 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_491(self, target):
-    """cross_entropy_loss (ops.yaml:1470 sample 0)"""
+def case_583(self, target):
+    """cross_entropy_loss (ops.yaml:1860 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2848,32 +3481,32 @@ def case_491(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_492(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 1)"""
+def case_584(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_493(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 2)"""
+def case_585(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_494(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 3)"""
+def case_586(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_495(self, target):
-    """cross_entropy_loss (ops.yaml:1470 sample 4)"""
+def case_587(self, target):
+    """cross_entropy_loss (ops.yaml:1860 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2881,8 +3514,8 @@ def case_495(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_496(self, target):
-    """cross_entropy_loss (ops.yaml:1470 sample 5)"""
+def case_588(self, target):
+    """cross_entropy_loss (ops.yaml:1860 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2890,16 +3523,16 @@ def case_496(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_497(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 6)"""
+def case_589(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_498(self, target):
-    """cross_entropy_loss (ops.yaml:1470 sample 7)"""
+def case_590(self, target):
+    """cross_entropy_loss (ops.yaml:1860 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2907,24 +3540,24 @@ def case_498(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_499(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 8)"""
+def case_591(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_500(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 9)"""
+def case_592(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_501(self, target):
-    """cross_entropy_loss (ops.yaml:1470 sample 10)"""
+def case_593(self, target):
+    """cross_entropy_loss (ops.yaml:1860 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2932,16 +3565,16 @@ def case_501(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_502(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1470 sample 11)"""
+def case_594(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1860 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_503(self, target):
-    """cross_entropy_index (ops.yaml:1495 sample 0)"""
+def case_595(self, target):
+    """cross_entropy_index (ops.yaml:1885 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -2949,8 +3582,8 @@ def case_503(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_504(self, target):
-    """cross_entropy_index (ops.yaml:1495 sample 1)"""
+def case_596(self, target):
+    """cross_entropy_index (ops.yaml:1885 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -2958,8 +3591,8 @@ def case_504(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_505(self, target):
-    """cross_entropy_index (ops.yaml:1495 sample 2)"""
+def case_597(self, target):
+    """cross_entropy_index (ops.yaml:1885 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2967,8 +3600,8 @@ def case_505(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_506(self, target):
-    """cross_entropy_index (ops.yaml:1495 sample 3)"""
+def case_598(self, target):
+    """cross_entropy_index (ops.yaml:1885 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2976,8 +3609,8 @@ def case_506(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_507(self, target):
-    """cross_entropy_index (ops.yaml:1495 sample 4)"""
+def case_599(self, target):
+    """cross_entropy_index (ops.yaml:1885 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2985,48 +3618,48 @@ def case_507(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_508():
-    """empty (ops.yaml:1521 sample 0)"""
+def case_600():
+    """empty (ops.yaml:1911 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_509():
-    """empty (ops.yaml:1521 sample 1)"""
+def case_601():
+    """empty (ops.yaml:1911 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_510():
-    """empty (ops.yaml:1521 sample 2)"""
+def case_602():
+    """empty (ops.yaml:1911 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_511():
-    """zeros (ops.yaml:1528 sample 0)"""
+def case_603():
+    """zeros (ops.yaml:1918 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_512():
-    """ones (ops.yaml:1536 sample 0)"""
+def case_604():
+    """ones (ops.yaml:1926 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_513():
-    """full (ops.yaml:1551 sample 0)"""
+def case_605():
+    """full (ops.yaml:1941 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3034,8 +3667,8 @@ def case_513():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_514():
-    """full (ops.yaml:1551 sample 1)"""
+def case_606():
+    """full (ops.yaml:1941 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3043,8 +3676,8 @@ def case_514():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_515():
-    """full (ops.yaml:1551 sample 2)"""
+def case_607():
+    """full (ops.yaml:1941 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3052,71 +3685,71 @@ def case_515():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_516(self):
-    """empty_like (ops.yaml:1562 sample 0)"""
+def case_608(self):
+    """empty_like (ops.yaml:1952 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_517(self):
-    """empty_like (ops.yaml:1562 sample 1)"""
+def case_609(self):
+    """empty_like (ops.yaml:1952 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_518(self):
-    """empty_like (ops.yaml:1562 sample 2)"""
+def case_610(self):
+    """empty_like (ops.yaml:1952 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_519(self):
-    """ones_like (ops.yaml:1582 sample 0)"""
+def case_611(self):
+    """ones_like (ops.yaml:1972 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_520(self):
-    """ones_like (ops.yaml:1582 sample 1)"""
+def case_612(self):
+    """ones_like (ops.yaml:1972 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_521(self):
-    """ones_like (ops.yaml:1582 sample 2)"""
+def case_613(self):
+    """ones_like (ops.yaml:1972 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_522(self):
-    """ones_like (ops.yaml:1582 sample 3)"""
+def case_614(self):
+    """ones_like (ops.yaml:1972 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_523(self):
-    """full_like (ops.yaml:1594 sample 0)"""
+def case_615(self):
+    """full_like (ops.yaml:1984 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_524(self):
-    """full_like (ops.yaml:1594 sample 1)"""
+def case_616(self):
+    """full_like (ops.yaml:1984 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_525(self):
-    """full_like (ops.yaml:1594 sample 2)"""
+def case_617(self):
+    """full_like (ops.yaml:1984 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_526():
-    """arange (ops.yaml:1599 sample 0)"""
+def case_618():
+    """arange (ops.yaml:1989 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3125,8 +3758,8 @@ def case_526():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_527():
-    """linspace (ops.yaml:1614 sample 0)"""
+def case_619():
+    """linspace (ops.yaml:2004 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3135,8 +3768,8 @@ def case_527():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_528():
-    """linspace (ops.yaml:1614 sample 1)"""
+def case_620():
+    """linspace (ops.yaml:2004 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3145,8 +3778,8 @@ def case_528():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_529():
-    """linspace (ops.yaml:1614 sample 2)"""
+def case_621():
+    """linspace (ops.yaml:2004 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3155,24 +3788,24 @@ def case_529():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_530():
-    """eye (ops.yaml:1626 sample 0)"""
+def case_622():
+    """eye (ops.yaml:2016 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_531():
-    """eye (ops.yaml:1626 sample 1)"""
+def case_623():
+    """eye (ops.yaml:2016 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_532():
-    """eye.m (ops.yaml:1637 sample 0)"""
+def case_624():
+    """eye.m (ops.yaml:2027 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3180,8 +3813,8 @@ def case_532():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_533():
-    """eye.m (ops.yaml:1637 sample 1)"""
+def case_625():
+    """eye.m (ops.yaml:2027 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3189,8 +3822,8 @@ def case_533():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_534():
-    """rand (ops.yaml:1641 sample 0)"""
+def case_626():
+    """rand (ops.yaml:2031 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3198,8 +3831,8 @@ def case_534():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_535():
-    """randn (ops.yaml:1652 sample 0)"""
+def case_627():
+    """randn (ops.yaml:2042 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3207,36 +3840,36 @@ def case_535():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_536(self):
-    """rand_like (ops.yaml:1669 sample 0)"""
+def case_628(self):
+    """rand_like (ops.yaml:2059 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_537(self):
-    """rand_like (ops.yaml:1669 sample 1)"""
+def case_629(self):
+    """rand_like (ops.yaml:2059 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_538(self):
-    """randn_like (ops.yaml:1679 sample 0)"""
+def case_630(self):
+    """randn_like (ops.yaml:2069 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_539(self):
-    """randn_like (ops.yaml:1679 sample 1)"""
+def case_631(self):
+    """randn_like (ops.yaml:2069 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_540():
-    """randint (ops.yaml:1690 sample 0)"""
+def case_632():
+    """randint (ops.yaml:2080 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3245,8 +3878,8 @@ def case_540():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_541():
-    """randint (ops.yaml:1690 sample 1)"""
+def case_633():
+    """randint (ops.yaml:2080 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3255,8 +3888,8 @@ def case_541():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_542():
-    """randint.low (ops.yaml:1701 sample 0)"""
+def case_634():
+    """randint.low (ops.yaml:2091 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3266,8 +3899,8 @@ def case_542():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_543():
-    """randperm (ops.yaml:1711 sample 0)"""
+def case_635():
+    """randperm (ops.yaml:2101 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3275,8 +3908,8 @@ def case_543():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_544():
-    """randperm (ops.yaml:1711 sample 1)"""
+def case_636():
+    """randperm (ops.yaml:2101 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3284,83 +3917,83 @@ def case_544():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_545(self):
-    """bernoulli.p (ops.yaml:1728 sample 0)"""
+def case_637(self):
+    """bernoulli.p (ops.yaml:2118 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_546(self):
-    """bernoulli.p (ops.yaml:1728 sample 1)"""
+def case_638(self):
+    """bernoulli.p (ops.yaml:2118 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_547(self):
-    """bernoulli.p (ops.yaml:1728 sample 2)"""
+def case_639(self):
+    """bernoulli.p (ops.yaml:2118 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_548(self):
-    """normal (ops.yaml:1739 sample 0)"""
+def case_640(self):
+    """normal (ops.yaml:2129 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_549(self):
-    """normal (ops.yaml:1739 sample 1)"""
+def case_641(self):
+    """normal (ops.yaml:2129 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_550(self):
-    """normal (ops.yaml:1739 sample 2)"""
+def case_642(self):
+    """normal (ops.yaml:2129 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_551(self):
-    """uniform (ops.yaml:1751 sample 0)"""
+def case_643(self):
+    """uniform (ops.yaml:2141 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_552(self):
-    """uniform (ops.yaml:1751 sample 1)"""
+def case_644(self):
+    """uniform (ops.yaml:2141 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_553(self):
-    """uniform (ops.yaml:1751 sample 2)"""
+def case_645(self):
+    """uniform (ops.yaml:2141 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_554(self):
-    """sum_to (ops.yaml:1764 sample 0)"""
+def case_646(self):
+    """sum_to (ops.yaml:2154 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_555(self):
-    """sum_to (ops.yaml:1764 sample 1)"""
+def case_647(self):
+    """sum_to (ops.yaml:2154 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -4539,499 +5172,775 @@ CASES = [
     dict(op="amax", where="ops.yaml:981 sample 2", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1003 sample 0", fn=case_391, tensors=["self", "mat2"],
+    dict(op="amin", where="ops.yaml:994 sample 0", fn=case_391, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:994 sample 1", fn=case_392, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:994 sample 2", fn=case_393, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:994 sample 3", fn=case_394, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:994 sample 4", fn=case_395, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:1008 sample 0", fn=case_396, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:1008 sample 1", fn=case_397, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:1008 sample 2", fn=case_398, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:1020 sample 0", fn=case_399, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:1020 sample 1", fn=case_400, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:1020 sample 2", fn=case_401, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 0 result values", fn=case_402, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 0 result indices", fn=case_403, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 1 result values", fn=case_404, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 1 result indices", fn=case_405, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 2 result values", fn=case_406, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 2 result indices", fn=case_407, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 3 result values", fn=case_408, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 3 result indices", fn=case_409, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 4 result values", fn=case_410, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:1034 sample 4 result indices", fn=case_411, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 0 result values", fn=case_412, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 0 result indices", fn=case_413, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 1 result values", fn=case_414, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 1 result indices", fn=case_415, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 2 result values", fn=case_416, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 2 result indices", fn=case_417, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 3 result values", fn=case_418, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:1050 sample 3 result indices", fn=case_419, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:1064 sample 0", fn=case_420, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:1064 sample 1", fn=case_421, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:1064 sample 2", fn=case_422, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:1064 sample 3", fn=case_423, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:1064 sample 4", fn=case_424, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:1079 sample 0", fn=case_425, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:1079 sample 1", fn=case_426, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:1079 sample 2", fn=case_427, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:1079 sample 3", fn=case_428, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:1093 sample 0", fn=case_429, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:1093 sample 1", fn=case_430, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:1093 sample 2", fn=case_431, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:1093 sample 3", fn=case_432, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:1108 sample 0", fn=case_433, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:1108 sample 1", fn=case_434, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:1108 sample 2", fn=case_435, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:1108 sample 3", fn=case_436, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:1122 sample 0", fn=case_437, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:1122 sample 1", fn=case_438, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:1135 sample 0", fn=case_439, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:1135 sample 1", fn=case_440, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:1135 sample 2", fn=case_441, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:1148 sample 0", fn=case_442, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:1148 sample 1", fn=case_443, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:1161 sample 0", fn=case_444, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:1161 sample 1", fn=case_445, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:1161 sample 2", fn=case_446, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:1174 sample 0", fn=case_447, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:1174 sample 1", fn=case_448, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:1174 sample 2", fn=case_449, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:1174 sample 3", fn=case_450, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:1174 sample 4", fn=case_451, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:1188 sample 0", fn=case_452, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:1188 sample 1", fn=case_453, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:1188 sample 2", fn=case_454, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:1188 sample 3", fn=case_455, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1201 sample 0", fn=case_456, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1201 sample 1", fn=case_457, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1201 sample 2", fn=case_458, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1201 sample 3", fn=case_459, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1215 sample 0", fn=case_460, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1215 sample 1", fn=case_461, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1215 sample 2", fn=case_462, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 0", fn=case_463, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 1", fn=case_464, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 2", fn=case_465, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 3", fn=case_466, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1299 sample 0", fn=case_467, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1003 sample 1", fn=case_392, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1299 sample 1", fn=case_468, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1003 sample 2", fn=case_393, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1299 sample 2", fn=case_469, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1003 sample 3", fn=case_394, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1299 sample 3", fn=case_470, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 0", fn=case_395, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 0", fn=case_471, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 1", fn=case_396, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 1", fn=case_472, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 2", fn=case_397, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 2", fn=case_473, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 3", fn=case_398, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 3", fn=case_474, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 4", fn=case_399, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 4", fn=case_475, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 5", fn=case_400, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 5", fn=case_476, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 6", fn=case_401, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 6", fn=case_477, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 7", fn=case_402, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 7", fn=case_478, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 8", fn=case_403, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 8", fn=case_479, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 9", fn=case_404, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 9", fn=case_480, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1021 sample 10", fn=case_405, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1317 sample 10", fn=case_481, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1051 sample 0", fn=case_406, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1347 sample 0", fn=case_482, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1051 sample 1", fn=case_407, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1347 sample 1", fn=case_483, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1051 sample 2", fn=case_408, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1347 sample 2", fn=case_484, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1051 sample 3", fn=case_409, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1347 sample 3", fn=case_485, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1078 sample 0", fn=case_410, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1374 sample 0", fn=case_486, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1078 sample 1", fn=case_411, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1374 sample 1", fn=case_487, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1078 sample 2", fn=case_412, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1374 sample 2", fn=case_488, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1078 sample 3", fn=case_413, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1374 sample 3", fn=case_489, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1078 sample 4", fn=case_414, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1374 sample 4", fn=case_490, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1110 sample 0", fn=case_415, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1406 sample 0", fn=case_491, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1110 sample 1", fn=case_416, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1406 sample 1", fn=case_492, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1110 sample 2", fn=case_417, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1406 sample 2", fn=case_493, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1110 sample 3", fn=case_418, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1406 sample 3", fn=case_494, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1110 sample 4", fn=case_419, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1406 sample 4", fn=case_495, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1131 sample 0", fn=case_420, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1427 sample 0", fn=case_496, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1131 sample 1", fn=case_421, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1427 sample 1", fn=case_497, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1131 sample 2", fn=case_422, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1427 sample 2", fn=case_498, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1148 sample 0", fn=case_423, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1444 sample 0", fn=case_499, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1148 sample 1", fn=case_424, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1444 sample 1", fn=case_500, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1148 sample 2", fn=case_425, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1444 sample 2", fn=case_501, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1188 sample 0", fn=case_426, tensors=["self"],
+    dict(op="t", where="ops.yaml:1484 sample 0", fn=case_502, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1188 sample 1", fn=case_427, tensors=["self"],
+    dict(op="t", where="ops.yaml:1484 sample 1", fn=case_503, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1199 sample 0", fn=case_428, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1495 sample 0", fn=case_504, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1199 sample 1", fn=case_429, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1495 sample 1", fn=case_505, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1213 sample 0", fn=case_430, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1509 sample 0", fn=case_506, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1222 sample 0", fn=case_431, tensors=["self"],
+    dict(op="view", where="ops.yaml:1518 sample 0", fn=case_507, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1222 sample 1", fn=case_432, tensors=["self"],
+    dict(op="view", where="ops.yaml:1518 sample 1", fn=case_508, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1232 sample 0", fn=case_433, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1528 sample 0", fn=case_509, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1232 sample 1", fn=case_434, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1528 sample 1", fn=case_510, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1242 sample 0", fn=case_435, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1538 sample 0", fn=case_511, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1242 sample 1", fn=case_436, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1538 sample 1", fn=case_512, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1252 sample 0", fn=case_437, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1548 sample 0", fn=case_513, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1262 sample 0", fn=case_438, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1558 sample 0", fn=case_514, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1262 sample 1", fn=case_439, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1558 sample 1", fn=case_515, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1273 sample 0", fn=case_440, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1569 sample 0", fn=case_516, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1273 sample 1", fn=case_441, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1569 sample 1", fn=case_517, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1287 sample 0", fn=case_442, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1583 sample 0", fn=case_518, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1287 sample 1", fn=case_443, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1583 sample 1", fn=case_519, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1298 sample 0", fn=case_444, tensors=["self"],
+    dict(op="select", where="ops.yaml:1594 sample 0", fn=case_520, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1298 sample 1", fn=case_445, tensors=["self"],
+    dict(op="select", where="ops.yaml:1594 sample 1", fn=case_521, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1308 sample 0", fn=case_446, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1604 sample 0", fn=case_522, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1332 sample 0", fn=case_447, tensors=["input"],
+    dict(op="softmax.int", where="ops.yaml:1630 sample 0", fn=case_523, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1630 sample 1", fn=case_524, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1630 sample 2", fn=case_525, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1630 sample 3", fn=case_526, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1630 sample 4", fn=case_527, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1648 sample 0", fn=case_528, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1648 sample 1", fn=case_529, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1648 sample 2", fn=case_530, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1648 sample 3", fn=case_531, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1648 sample 4", fn=case_532, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 0", fn=case_533, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 1", fn=case_534, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 2", fn=case_535, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 0", fn=case_536, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 1", fn=case_537, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 2", fn=case_538, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:1722 sample 0", fn=case_539, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1332 sample 1", fn=case_448, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1722 sample 1", fn=case_540, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1332 sample 2", fn=case_449, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1722 sample 2", fn=case_541, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1332 sample 3", fn=case_450, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1722 sample 3", fn=case_542, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1332 sample 4", fn=case_451, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1722 sample 4", fn=case_543, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1346 sample 0", fn=case_452, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1736 sample 0", fn=case_544, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1346 sample 1", fn=case_453, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1736 sample 1", fn=case_545, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1346 sample 2", fn=case_454, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1736 sample 2", fn=case_546, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1346 sample 3", fn=case_455, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1736 sample 3", fn=case_547, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1346 sample 4", fn=case_456, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1736 sample 4", fn=case_548, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1361 sample 0", fn=case_457, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1751 sample 0", fn=case_549, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1361 sample 1", fn=case_458, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1751 sample 1", fn=case_550, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1361 sample 2", fn=case_459, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1751 sample 2", fn=case_551, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1361 sample 3", fn=case_460, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1751 sample 3", fn=case_552, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1361 sample 4", fn=case_461, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1751 sample 4", fn=case_553, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 0", fn=case_462, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 0", fn=case_554, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 1", fn=case_463, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 1", fn=case_555, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 2", fn=case_464, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 2", fn=case_556, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 3", fn=case_465, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 3", fn=case_557, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 4", fn=case_466, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 4", fn=case_558, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1376 sample 5", fn=case_467, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 5", fn=case_559, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1392 sample 0", fn=case_468, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1782 sample 0", fn=case_560, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1392 sample 1", fn=case_469, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1782 sample 1", fn=case_561, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1392 sample 2", fn=case_470, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1782 sample 2", fn=case_562, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1392 sample 3", fn=case_471, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1782 sample 3", fn=case_563, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1392 sample 4", fn=case_472, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1782 sample 4", fn=case_564, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 0", fn=case_565, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 1", fn=case_474, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 1", fn=case_566, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 2", fn=case_475, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 2", fn=case_567, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 3", fn=case_476, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 3", fn=case_568, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 4", fn=case_477, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 4", fn=case_569, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1408 sample 5", fn=case_478, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 5", fn=case_570, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 0", fn=case_479, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 0", fn=case_571, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 1", fn=case_480, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 1", fn=case_572, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 2", fn=case_481, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 2", fn=case_573, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 3", fn=case_482, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 3", fn=case_574, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 4", fn=case_483, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 4", fn=case_575, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1424 sample 5", fn=case_484, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 5", fn=case_576, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 0", fn=case_485, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 0", fn=case_577, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 1", fn=case_486, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 1", fn=case_578, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 2", fn=case_487, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 2", fn=case_579, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 3", fn=case_488, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 3", fn=case_580, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 4", fn=case_489, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 4", fn=case_581, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1447 sample 5", fn=case_490, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1837 sample 5", fn=case_582, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 0", fn=case_491, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 0", fn=case_583, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 1", fn=case_492, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 1", fn=case_584, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 2", fn=case_493, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 2", fn=case_585, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 3", fn=case_494, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 3", fn=case_586, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 4", fn=case_495, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 4", fn=case_587, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 5", fn=case_496, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 5", fn=case_588, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 6", fn=case_497, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 6", fn=case_589, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 7", fn=case_498, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 7", fn=case_590, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 8", fn=case_499, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 8", fn=case_591, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 9", fn=case_500, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 9", fn=case_592, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 10", fn=case_501, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 10", fn=case_593, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1470 sample 11", fn=case_502, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 11", fn=case_594, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 0", fn=case_503, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 0", fn=case_595, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 1", fn=case_504, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 1", fn=case_596, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 2", fn=case_505, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 2", fn=case_597, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 3", fn=case_506, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 3", fn=case_598, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1495 sample 4", fn=case_507, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 4", fn=case_599, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1521 sample 0", fn=case_508, tensors=[],
+    dict(op="empty", where="ops.yaml:1911 sample 0", fn=case_600, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1521 sample 1", fn=case_509, tensors=[],
+    dict(op="empty", where="ops.yaml:1911 sample 1", fn=case_601, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1521 sample 2", fn=case_510, tensors=[],
+    dict(op="empty", where="ops.yaml:1911 sample 2", fn=case_602, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1528 sample 0", fn=case_511, tensors=[],
+    dict(op="zeros", where="ops.yaml:1918 sample 0", fn=case_603, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1536 sample 0", fn=case_512, tensors=[],
+    dict(op="ones", where="ops.yaml:1926 sample 0", fn=case_604, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1551 sample 0", fn=case_513, tensors=[],
+    dict(op="full", where="ops.yaml:1941 sample 0", fn=case_605, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1551 sample 1", fn=case_514, tensors=[],
+    dict(op="full", where="ops.yaml:1941 sample 1", fn=case_606, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1551 sample 2", fn=case_515, tensors=[],
+    dict(op="full", where="ops.yaml:1941 sample 2", fn=case_607, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1562 sample 0", fn=case_516, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1952 sample 0", fn=case_608, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1562 sample 1", fn=case_517, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1952 sample 1", fn=case_609, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1562 sample 2", fn=case_518, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1952 sample 2", fn=case_610, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1582 sample 0", fn=case_519, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1972 sample 0", fn=case_611, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1582 sample 1", fn=case_520, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1972 sample 1", fn=case_612, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1582 sample 2", fn=case_521, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1972 sample 2", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1582 sample 3", fn=case_522, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1972 sample 3", fn=case_614, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1594 sample 0", fn=case_523, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1984 sample 0", fn=case_615, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1594 sample 1", fn=case_524, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1984 sample 1", fn=case_616, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1594 sample 2", fn=case_525, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1984 sample 2", fn=case_617, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1599 sample 0", fn=case_526, tensors=[],
+    dict(op="arange", where="ops.yaml:1989 sample 0", fn=case_618, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1614 sample 0", fn=case_527, tensors=[],
+    dict(op="linspace", where="ops.yaml:2004 sample 0", fn=case_619, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1614 sample 1", fn=case_528, tensors=[],
+    dict(op="linspace", where="ops.yaml:2004 sample 1", fn=case_620, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1614 sample 2", fn=case_529, tensors=[],
+    dict(op="linspace", where="ops.yaml:2004 sample 2", fn=case_621, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1626 sample 0", fn=case_530, tensors=[],
+    dict(op="eye", where="ops.yaml:2016 sample 0", fn=case_622, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1626 sample 1", fn=case_531, tensors=[],
+    dict(op="eye", where="ops.yaml:2016 sample 1", fn=case_623, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1637 sample 0", fn=case_532, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2027 sample 0", fn=case_624, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1637 sample 1", fn=case_533, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2027 sample 1", fn=case_625, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1641 sample 0", fn=case_534, tensors=[],
+    dict(op="rand", where="ops.yaml:2031 sample 0", fn=case_626, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:1652 sample 0", fn=case_535, tensors=[],
+    dict(op="randn", where="ops.yaml:2042 sample 0", fn=case_627, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1669 sample 0", fn=case_536, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2059 sample 0", fn=case_628, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1669 sample 1", fn=case_537, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2059 sample 1", fn=case_629, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1679 sample 0", fn=case_538, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2069 sample 0", fn=case_630, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1679 sample 1", fn=case_539, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2069 sample 1", fn=case_631, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:1690 sample 0", fn=case_540, tensors=[],
+    dict(op="randint", where="ops.yaml:2080 sample 0", fn=case_632, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:1690 sample 1", fn=case_541, tensors=[],
+    dict(op="randint", where="ops.yaml:2080 sample 1", fn=case_633, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:1701 sample 0", fn=case_542, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2091 sample 0", fn=case_634, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1711 sample 0", fn=case_543, tensors=[],
+    dict(op="randperm", where="ops.yaml:2101 sample 0", fn=case_635, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1711 sample 1", fn=case_544, tensors=[],
+    dict(op="randperm", where="ops.yaml:2101 sample 1", fn=case_636, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1728 sample 0", fn=case_545, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2118 sample 0", fn=case_637, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1728 sample 1", fn=case_546, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2118 sample 1", fn=case_638, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1728 sample 2", fn=case_547, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2118 sample 2", fn=case_639, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1739 sample 0", fn=case_548, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2129 sample 0", fn=case_640, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1739 sample 1", fn=case_549, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2129 sample 1", fn=case_641, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1739 sample 2", fn=case_550, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2129 sample 2", fn=case_642, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1751 sample 0", fn=case_551, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2141 sample 0", fn=case_643, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1751 sample 1", fn=case_552, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2141 sample 1", fn=case_644, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1751 sample 2", fn=case_553, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2141 sample 2", fn=case_645, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:1764 sample 0", fn=case_554, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2154 sample 0", fn=case_646, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1764 sample 1", fn=case_555, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2154 sample 1", fn=case_647, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

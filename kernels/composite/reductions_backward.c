@@ -1,5 +1,7 @@
 /* Backward of the reductions (sum.dim, mean.dim, amax): the gradient of the reduced result is
  * spread back over the input's shape. Written in public ops so double backward works. */
+#include <math.h>
+
 #include "internal.h"
 #include "kernels.h"
 
@@ -127,6 +129,223 @@ yt__composite_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
     yt_release(mask);
     yt_release(is_max);
     yt_release(o);
+    yt_release(g);
+    return result;
+}
+
+/* Gradient of the full max/min: amax's rule over every dim. */
+yt_tensor *
+yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
+{
+    return yt_amax_backward(grad, self, value, NULL, 0, false);
+}
+
+/* The product of the other elements of each slice along `dim` of `self` (keepdim-shaped
+ * reductions), exact with zeros: with no zero in the slice it is prod / x; with one zero it is
+ * the product of the nonzero elements at the zero and 0 elsewhere; with more it is 0. Written as
+ * a / b * [no zero] + [x == 0] * p * [one zero], where p is the product with zeros replaced by
+ * 1, so that every step is differentiable. */
+static yt_tensor *
+prod_of_others(yt_tensor *self, int64_t dim)
+{
+    yt_tensor *is_zero = yt_eq_scalar(self, yt_int(0));
+    yt_tensor *nz = yt_to(is_zero, yt_tensor_dtype(self));
+    yt_tensor *x1 = yt_add(self, nz); /* zeros become 1 */
+    yt_tensor *p = yt_prod_dim_int_ex(x1, dim, true, YT_DTYPE_NONE);
+    yt_tensor *zeros = yt_sum_dim_ex(nz, &dim, 1, true, YT_DTYPE_NONE);
+    yt_tensor *none_b = yt_eq_scalar(zeros, yt_int(0));
+    yt_tensor *one_b = yt_eq_scalar(zeros, yt_int(1));
+    yt_tensor *none = yt_to(none_b, yt_tensor_dtype(self));
+    yt_tensor *one = yt_to(one_b, yt_tensor_dtype(self));
+    yt_tensor *ratio = yt_div(p, x1);
+    yt_tensor *a = yt_mul(ratio, none);
+    yt_tensor *p_one = yt_mul(p, one);
+    yt_tensor *b = yt_mul(nz, p_one);
+    yt_tensor *result = yt_add(a, b);
+    yt_release(b);
+    yt_release(p_one);
+    yt_release(a);
+    yt_release(ratio);
+    yt_release(one);
+    yt_release(none);
+    yt_release(one_b);
+    yt_release(none_b);
+    yt_release(zeros);
+    yt_release(p);
+    yt_release(x1);
+    yt_release(nz);
+    yt_release(is_zero);
+    return result;
+}
+
+yt_tensor *
+yt__composite_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim,
+                                bool keepdim)
+{
+    (void)output; /* recomputed without the zeros */
+    int ndim = yt_tensor_dim(self);
+    if (ndim == 0) { /* the product of one element: d/dx x = 1 */
+        return yt_mul_scalar(grad, yt_int(1));
+    }
+    bool reduced[YT_MAX_DIM];
+    int n = reduced_dims(reduced, ndim, &dim, 1, "prod_dim_backward");
+    if (n < 0)
+        return NULL;
+    yt_tensor *g =
+        restore_reduced_dims(grad, reduced, n, ndim, keepdim, "prod_dim_backward", "grad");
+    int64_t d = dim < 0 ? dim + ndim : dim;
+    yt_tensor *others = prod_of_others(self, d);
+    yt_tensor *result = yt_mul(g, others);
+    yt_release(others);
+    yt_release(g);
+    return result;
+}
+
+yt_tensor *
+yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
+{
+    (void)output;
+    int64_t flat_size = -1;
+    yt_tensor *flat = yt_reshape(self, &flat_size, 1);
+    yt_tensor *others = flat == NULL ? NULL : prod_of_others(flat, 0);
+    yt_tensor *shaped =
+        others == NULL ? NULL : yt_reshape(others, yt_tensor_sizes(self), yt_tensor_dim(self));
+    yt_tensor *result = yt_mul(grad, shaped);
+    yt_release(shaped);
+    yt_release(others);
+    yt_release(flat);
+    return result;
+}
+
+/* Reversed running sums: sum(grad) - cumsum(grad) + grad along `dim`. */
+yt_tensor *
+yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim)
+{
+    yt_tensor *total = yt_sum_dim_ex(grad, &dim, 1, true, YT_DTYPE_NONE);
+    yt_tensor *run = yt_cumsum(grad, dim);
+    yt_tensor *rest = yt_sub(total, run);
+    yt_tensor *result = yt_add(rest, grad);
+    yt_release(rest);
+    yt_release(run);
+    yt_release(total);
+    return result;
+}
+
+/* sign(x) as x's dtype: (x > 0) - (x < 0). */
+static yt_tensor *
+sign_of(yt_tensor *x)
+{
+    yt_tensor *pos_b = yt_gt_scalar(x, yt_int(0));
+    yt_tensor *neg_b = yt_lt_scalar(x, yt_int(0));
+    yt_tensor *pos = yt_to(pos_b, yt_tensor_dtype(x));
+    yt_tensor *neg = yt_to(neg_b, yt_tensor_dtype(x));
+    yt_tensor *result = yt_sub(pos, neg);
+    yt_release(neg);
+    yt_release(pos);
+    yt_release(neg_b);
+    yt_release(pos_b);
+    return result;
+}
+
+/* Gradient of linalg_vector_norm: grad * sign(x) * |x|^(p-1) / norm^(p-1) for finite p (so
+ * grad * x / norm for p = 2, grad * sign(x) for p = 1), amax's tie rule on |x| for p = inf, and
+ * 0 where the norm is 0 (PyTorch's choice at the kink); no gradient for ord = 0. */
+yt_tensor *
+yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
+                            const int64_t *dim, int dim_len, bool keepdim)
+{
+    double p = yt__scalar_to_double(ord);
+    int ndim = yt_tensor_dim(self);
+    bool reduced[YT_MAX_DIM];
+    int n = reduced_dims(reduced, ndim, dim, dim_len, "norm_backward");
+    if (n < 0)
+        return NULL;
+    yt_tensor *sign = sign_of(self);
+    yt_tensor *absx = yt_mul(self, sign);
+    if (p == 0) { /* the count of nonzeros is flat: no gradient */
+        yt_release(absx);
+        yt_release(sign);
+        return yt_zeros_like(self);
+    }
+    if (isinf(p)) { /* +inf and -inf: the chosen magnitudes share the gradient */
+        yt_tensor *share = yt_amax_backward(grad, absx, output, dim, dim_len, keepdim);
+        yt_tensor *result = yt_mul(share, sign);
+        yt_release(share);
+        yt_release(absx);
+        yt_release(sign);
+        return result;
+    }
+    yt_tensor *g = restore_reduced_dims(grad, reduced, n, ndim, keepdim, "norm_backward", "grad");
+    yt_tensor *o = g == NULL ? NULL
+                             : restore_reduced_dims(output, reduced, n, ndim, keepdim,
+                                                    "norm_backward", "output");
+    yt_tensor *scale;
+    if (p == 1.0) {
+        scale = yt_retain(sign);
+    } else {
+        /* sign(x) |x|^(p-1) / norm^(p-1), with norm = 0 replaced by 1 (its share is 0) */
+        yt_tensor *is_zero = yt_eq_scalar(o, yt_int(0));
+        yt_tensor *zmask = yt_to(is_zero, yt_tensor_dtype(o));
+        yt_tensor *o1 = yt_add(o, zmask);
+        yt_tensor *num = p == 2.0 ? yt_retain(absx) : yt_pow(absx, yt_float(p - 1));
+        yt_tensor *den = p == 2.0 ? yt_retain(o1) : yt_pow(o1, yt_float(p - 1));
+        yt_tensor *ratio = yt_div(num, den);
+        yt_tensor *signed_ratio = yt_mul(ratio, sign);
+        yt_tensor *keep = yt_rsub(zmask, yt_int(1)); /* 1 - [norm == 0] */
+        scale = yt_mul(signed_ratio, keep);
+        yt_release(keep);
+        yt_release(signed_ratio);
+        yt_release(ratio);
+        yt_release(den);
+        yt_release(num);
+        yt_release(o1);
+        yt_release(zmask);
+        yt_release(is_zero);
+    }
+    yt_tensor *result = yt_mul(g, scale);
+    yt_release(scale);
+    yt_release(o);
+    yt_release(g);
+    yt_release(absx);
+    yt_release(sign);
+    return result;
+}
+
+/* Gradient of max.dim/min.dim: grad (with `dim` restored) times the one-hot mask
+ * arange(sizes[dim]) == indices, broadcast to `sizes`. A product, so it is differentiable in
+ * grad, and no index can land out of range. */
+yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim)
+{
+    if (sizes_len == 0) /* a 0-d input: the gradient is grad itself */
+        return yt_mul_scalar(grad, yt_int(1));
+    int64_t d = dim;
+    if (yt__wrap_dim(&d, sizes_len, "value_selecting_reduction_backward", "dim") != YT_OK)
+        return NULL;
+    bool reduced[YT_MAX_DIM] = {false};
+    reduced[d] = true;
+    yt_tensor *g = restore_reduced_dims(grad, reduced, 1, sizes_len, keepdim,
+                                        "value_selecting_reduction_backward", "grad");
+    yt_tensor *idx = g == NULL
+                         ? NULL
+                         : restore_reduced_dims(indices, reduced, 1, sizes_len, keepdim,
+                                                "value_selecting_reduction_backward", "indices");
+    int64_t shape[YT_MAX_DIM];
+    for (int i = 0; i < sizes_len; i++)
+        shape[i] = i == d ? sizes[d] : 1;
+    yt_tensor *ar = idx == NULL ? NULL
+                                : yt_arange_ex(yt_int(0), yt_int(sizes[d]), yt_int(1), YT_DTYPE_I64,
+                                               YT_DEVICE_CPU);
+    yt_tensor *col = yt_view(ar, shape, sizes_len);
+    yt_tensor *hit = yt_eq(col, idx);
+    yt_tensor *mask = yt_to(hit, yt_tensor_dtype(grad));
+    yt_tensor *result = yt_mul(g, mask); /* g: sizes with 1 at d; mask: sizes[d] at d */
+    yt_release(mask);
+    yt_release(hit);
+    yt_release(col);
+    yt_release(ar);
+    yt_release(idx);
     yt_release(g);
     return result;
 }

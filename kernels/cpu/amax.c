@@ -1,41 +1,58 @@
-/* amax on the CPU: the largest element over `dim` (all dims when empty), NaN winning as in
- * PyTorch. A zero-size reduced dim is an error: the max of nothing is undefined.
+/* amax, amin, all and any on the CPU: the largest (smallest) element over `dim` (all dims when
+ * empty), NaN winning as in PyTorch. A zero-size reduced dim is an error for amax/amin (the
+ * max of nothing is undefined); all/any give their identities (true/false) instead.
  *
  * The plan and the threaded driver are shared with sum (reduce_plan.h): a tight loop per output
  * element when the innermost dim is reduced (`row`), or whole rows folded into a row of running
- * maxima when it is kept (`rows`). Every comparison is exact:
- * floating values are held in double (f32 rows are scanned in float), integral and bool ones in
- * int64, and the result has the input's dtype. */
+ * extrema when it is kept (`rows`). Every comparison is exact: floating values are held in
+ * double (f32 rows are scanned in float), integral and bool ones in int64, and the result has the
+ * input's dtype. Each loop is written once, always inlined, and instantiated for max and min with
+ * a constant flag, so the compiled loops carry no branch on it. all/any run the bool min/max on a
+ * bool copy of the input. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
 #include <math.h>
 
 #include "reduce_plan.h"
+#include "vec_math.h"
 
-/* Running maximum: .f for floating inputs, .i for integral and bool ones. */
+/* Running extremum: .f for floating inputs, .i for integral and bool ones. */
 typedef yt__reduce_acc acc;
 
-/* Contiguous rows are folded a BLOCK at a time into PARTIALS independent maxima, so the loop has
+/* Contiguous rows are folded a BLOCK at a time into PARTIALS independent extrema, so the loop has
  * no serial dependency and vectorises. Loops of unknown length carry `omp simd`: at -O2 GCC
  * vectorises only loops whose trip count the vector width divides. */
 #define PARTIALS 16
 #define BLOCK    (4 * PARTIALS)
+#define INLINE   static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------- comparisons */
+
+/* The better of best and v (larger for max, smaller for min); once a NaN is seen it stays. */
+INLINE double
+pick(double best, double v, bool min)
+{
+    return (min ? v < best : v > best) || v != v ? v : best;
+}
+
+INLINE float
+pick_f32(float best, float v, bool min)
+{
+    return (min ? v < best : v > best) || v != v ? v : best;
+}
+
+INLINE int64_t
+pick_i(int64_t best, int64_t v, bool min)
+{
+    return (min ? v < best : v > best) ? v : best;
+}
 
 /* ---------------------------------------------------------------- typed loops */
 
-/* max that lets NaN through: once a NaN is seen it stays. */
-static inline double
-max_nan(double best, double v)
-{
-    return v > best || v != v ? v : best;
-}
-
-static inline float
-max_nan_f32(float best, float v)
-{
-    return v > best || v != v ? v : best;
-}
-
-static void
-row_f64(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+row_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     int64_t i = 0;
@@ -43,208 +60,188 @@ row_f64(acc *best, const char *x, int64_t n, int64_t stride)
         const double *p = (const double *)x;
         double part[PARTIALS];
         for (int k = 0; k < PARTIALS; k++)
-            part[k] = -INFINITY;
+            part[k] = b;
         for (; i + BLOCK <= n; i += BLOCK)
             for (int k = 0; k < PARTIALS; k++)
-                part[k] = max_nan(
-                    part[k], max_nan(max_nan(p[i + k], p[i + PARTIALS + k]),
-                                     max_nan(p[i + 2 * PARTIALS + k], p[i + 3 * PARTIALS + k])));
+                part[k] =
+                    pick(part[k],
+                         pick(pick(p[i + k], p[i + PARTIALS + k], min),
+                              pick(p[i + 2 * PARTIALS + k], p[i + 3 * PARTIALS + k], min), min),
+                         min);
         for (int k = 0; k < PARTIALS; k++)
-            b = max_nan(b, part[k]);
+            b = pick(b, part[k], min);
     }
     for (; i < n; i++)
-        b = max_nan(b, *(const double *)(x + i * stride));
+        b = pick(b, *(const double *)(x + i * stride), min);
     best->f = b;
 }
 
-static void
-row_f32(acc *best, const char *x, int64_t n, int64_t stride)
+/* f32 rows: vector max/min (which drop NaN) plus a mask of the NaNs seen, which wins at the end. */
+INLINE void
+row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     int64_t i = 0;
-    if (stride == sizeof(float) && n >= BLOCK) {
+    if (stride == sizeof(float) && n >= 32) {
         const float *p = (const float *)x;
-        float part[PARTIALS]; /* compared in float: the loop vectorises twice as wide */
-        for (int k = 0; k < PARTIALS; k++)
-            part[k] = -INFINITY;
-        for (; i + BLOCK <= n; i += BLOCK)
-            for (int k = 0; k < PARTIALS; k++)
-                part[k] = max_nan_f32(
-                    part[k],
-                    max_nan_f32(max_nan_f32(p[i + k], p[i + PARTIALS + k]),
-                                max_nan_f32(p[i + 2 * PARTIALS + k], p[i + 3 * PARTIALS + k])));
-        for (int k = 0; k < PARTIALS; k++)
-            b = max_nan(b, part[k]);
+        __m256 a[4], nan = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm256_set1_ps(min ? INFINITY : -INFINITY);
+        for (; i + 32 <= n; i += 32)
+            for (int k = 0; k < 4; k++) {
+                __m256 v = _mm256_loadu_ps(p + i + 8 * k);
+                a[k] = min ? _mm256_min_ps(a[k], v) : _mm256_max_ps(a[k], v);
+                nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+            }
+        __m256 m = min ? _mm256_min_ps(_mm256_min_ps(a[0], a[1]), _mm256_min_ps(a[2], a[3]))
+                       : _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
+        float r = min ? yt__hmin8(m) : yt__hmax8(m);
+        b = pick(b, _mm256_movemask_ps(nan) ? NAN : r, min);
     }
     for (; i < n; i++)
-        b = max_nan(b, *(const float *)(x + i * stride));
+        b = pick(b, *(const float *)(x + i * stride), min);
     best->f = b;
 }
 
-static void
-row_f16(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+row_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     for (int64_t i = 0; i < n; i++)
-        b = max_nan(b, yt__f16_to_f32(*(const uint16_t *)(x + i * stride)));
+        b = pick(b, yt__f16_to_f32(*(const uint16_t *)(x + i * stride)), min);
     best->f = b;
 }
 
-static void
-row_bf16(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+row_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     for (int64_t i = 0; i < n; i++)
-        b = max_nan(b, yt__bf16_to_f32(*(const uint16_t *)(x + i * stride)));
+        b = pick(b, yt__bf16_to_f32(*(const uint16_t *)(x + i * stride)), min);
     best->f = b;
 }
 
-/* bool is one byte holding 0 or 1: its max (logical or) is the u8 max. */
-static void
-row_u8(acc *best, const char *x, int64_t n, int64_t stride)
+/* One loop for every integral dtype; `size` and `is_signed` are constants after inlining. bool is
+ * one byte holding 0 or 1: its max (or) and min (and) are the u8 ones. */
+INLINE int64_t
+load_int(const char *x, int size, bool is_signed)
+{
+    switch (size) {
+    case 1:
+        return is_signed ? *(const int8_t *)x : *(const uint8_t *)x;
+    case 2:
+        return *(const int16_t *)x;
+    case 4:
+        return *(const int32_t *)x;
+    default:
+        return *(const int64_t *)x;
+    }
+}
+
+INLINE void
+row_int(acc *best, const char *x, int64_t n, int64_t stride, bool min, int size, bool is_signed)
 {
     int64_t b = best->i;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = *(const uint8_t *)(x + i * stride);
-        b = v > b ? v : b;
-    }
+    for (int64_t i = 0; i < n; i++)
+        b = pick_i(b, load_int(x + i * stride, size, is_signed), min);
     best->i = b;
 }
 
-static void
-row_i8(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    int64_t b = best->i;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = *(const int8_t *)(x + i * stride);
-        b = v > b ? v : b;
-    }
-    best->i = b;
-}
-
-static void
-row_i16(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    int64_t b = best->i;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = *(const int16_t *)(x + i * stride);
-        b = v > b ? v : b;
-    }
-    best->i = b;
-}
-
-static void
-row_i32(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    int64_t b = best->i;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = *(const int32_t *)(x + i * stride);
-        b = v > b ? v : b;
-    }
-    best->i = b;
-}
-
-static void
-row_i64(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    int64_t b = best->i;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = *(const int64_t *)(x + i * stride);
-        b = v > b ? v : b;
-    }
-    best->i = b;
-}
-
-static void
-rows_f64(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+rows_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     if (stride == sizeof(double)) {
         const double *p = (const double *)x;
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            best[j].f = max_nan(best[j].f, p[j]);
+            best[j].f = pick(best[j].f, p[j], min);
         return;
     }
     for (int64_t j = 0; j < n; j++)
-        best[j].f = max_nan(best[j].f, *(const double *)(x + j * stride));
+        best[j].f = pick(best[j].f, *(const double *)(x + j * stride), min);
 }
 
-static void
-rows_f32(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+rows_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     if (stride == sizeof(float)) {
         const float *p = (const float *)x;
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            best[j].f = max_nan(best[j].f, p[j]);
+            best[j].f = pick(best[j].f, p[j], min);
         return;
     }
     for (int64_t j = 0; j < n; j++)
-        best[j].f = max_nan(best[j].f, *(const float *)(x + j * stride));
+        best[j].f = pick(best[j].f, *(const float *)(x + j * stride), min);
 }
 
-static void
-rows_f16(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+rows_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
-        best[j].f = max_nan(best[j].f, yt__f16_to_f32(*(const uint16_t *)(x + j * stride)));
+        best[j].f = pick(best[j].f, yt__f16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
-static void
-rows_bf16(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+rows_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
-        best[j].f = max_nan(best[j].f, yt__bf16_to_f32(*(const uint16_t *)(x + j * stride)));
+        best[j].f = pick(best[j].f, yt__bf16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
-static void
-rows_u8(acc *best, const char *x, int64_t n, int64_t stride)
+INLINE void
+rows_int(acc *best, const char *x, int64_t n, int64_t stride, bool min, int size, bool is_signed)
 {
-    for (int64_t j = 0; j < n; j++) {
-        int64_t v = *(const uint8_t *)(x + j * stride);
-        best[j].i = v > best[j].i ? v : best[j].i;
-    }
+    for (int64_t j = 0; j < n; j++)
+        best[j].i = pick_i(best[j].i, load_int(x + j * stride, size, is_signed), min);
 }
 
-static void
-rows_i8(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    for (int64_t j = 0; j < n; j++) {
-        int64_t v = *(const int8_t *)(x + j * stride);
-        best[j].i = v > best[j].i ? v : best[j].i;
-    }
-}
+/* ---------------------------------------------------------------- instances */
 
-static void
-rows_i16(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    for (int64_t j = 0; j < n; j++) {
-        int64_t v = *(const int16_t *)(x + j * stride);
-        best[j].i = v > best[j].i ? v : best[j].i;
+/* The max and min instances of each loop, as plain functions the driver can point to. */
+#define INSTANCE(name, call)                                                                       \
+    static void name##_max(acc *a, const char *x, int64_t n, int64_t s)                            \
+    {                                                                                              \
+        call(a, x, n, s, false);                                                                   \
+    }                                                                                              \
+    static void name##_min(acc *a, const char *x, int64_t n, int64_t s)                            \
+    {                                                                                              \
+        call(a, x, n, s, true);                                                                    \
     }
-}
 
-static void
-rows_i32(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    for (int64_t j = 0; j < n; j++) {
-        int64_t v = *(const int32_t *)(x + j * stride);
-        best[j].i = v > best[j].i ? v : best[j].i;
-    }
-}
+#define ROW_U8(a, x, n, s, m)   row_int(a, x, n, s, m, 1, false)
+#define ROW_I8(a, x, n, s, m)   row_int(a, x, n, s, m, 1, true)
+#define ROW_I16(a, x, n, s, m)  row_int(a, x, n, s, m, 2, true)
+#define ROW_I32(a, x, n, s, m)  row_int(a, x, n, s, m, 4, true)
+#define ROW_I64(a, x, n, s, m)  row_int(a, x, n, s, m, 8, true)
+#define ROWS_U8(a, x, n, s, m)  rows_int(a, x, n, s, m, 1, false)
+#define ROWS_I8(a, x, n, s, m)  rows_int(a, x, n, s, m, 1, true)
+#define ROWS_I16(a, x, n, s, m) rows_int(a, x, n, s, m, 2, true)
+#define ROWS_I32(a, x, n, s, m) rows_int(a, x, n, s, m, 4, true)
+#define ROWS_I64(a, x, n, s, m) rows_int(a, x, n, s, m, 8, true)
 
-static void
-rows_i64(acc *best, const char *x, int64_t n, int64_t stride)
-{
-    for (int64_t j = 0; j < n; j++) {
-        int64_t v = *(const int64_t *)(x + j * stride);
-        best[j].i = v > best[j].i ? v : best[j].i;
-    }
-}
+INSTANCE(row_f64, row_f64)
+INSTANCE(row_f32, row_f32)
+INSTANCE(row_f16, row_f16)
+INSTANCE(row_bf16, row_bf16)
+INSTANCE(row_u8, ROW_U8)
+INSTANCE(row_i8, ROW_I8)
+INSTANCE(row_i16, ROW_I16)
+INSTANCE(row_i32, ROW_I32)
+INSTANCE(row_i64, ROW_I64)
+INSTANCE(rows_f64, rows_f64)
+INSTANCE(rows_f32, rows_f32)
+INSTANCE(rows_f16, rows_f16)
+INSTANCE(rows_bf16, rows_bf16)
+INSTANCE(rows_u8, ROWS_U8)
+INSTANCE(rows_i8, ROWS_I8)
+INSTANCE(rows_i16, ROWS_I16)
+INSTANCE(rows_i32, ROWS_I32)
+INSTANCE(rows_i64, ROWS_I64)
 
-/* Starting values: below every element. */
+/* Starting values: below (max) or above (min) every element. */
 static void
-init_run(acc *v, int64_t n, bool floating)
+init_max(acc *v, int64_t n, bool floating)
 {
     for (int64_t j = 0; j < n; j++) {
         if (floating)
@@ -255,68 +252,183 @@ init_run(acc *v, int64_t n, bool floating)
 }
 
 static void
-combine(acc *total, const acc *part, int64_t n, bool floating)
+init_min(acc *v, int64_t n, bool floating)
 {
     for (int64_t j = 0; j < n; j++) {
         if (floating)
-            total[j].f = max_nan(total[j].f, part[j].f);
+            v[j].f = INFINITY;
         else
-            total[j].i = part[j].i > total[j].i ? part[j].i : total[j].i;
+            v[j].i = INT64_MAX;
+    }
+}
+
+static void
+combine_max(acc *total, const acc *part, int64_t n, bool floating)
+{
+    for (int64_t j = 0; j < n; j++) {
+        if (floating)
+            total[j].f = pick(total[j].f, part[j].f, false);
+        else
+            total[j].i = pick_i(total[j].i, part[j].i, false);
+    }
+}
+
+static void
+combine_min(acc *total, const acc *part, int64_t n, bool floating)
+{
+    for (int64_t j = 0; j < n; j++) {
+        if (floating)
+            total[j].f = pick(total[j].f, part[j].f, true);
+        else
+            total[j].i = pick_i(total[j].i, part[j].i, true);
     }
 }
 
 static yt__reduce_loops
-max_loops(yt__reduce_row_fn row, yt__reduce_rows_fn rows, bool floating)
+loops_for(yt_dtype dtype, bool min)
 {
-    return (yt__reduce_loops){.row = row,
-                              .rows = rows,
-                              .init = init_run,
-                              .combine = combine,
-                              .floating = floating,
-                              .divisor = 1.0}; /* x / 1.0 == x: stores are exact */
-}
-
-static yt__reduce_loops
-loops_for(yt_dtype dtype)
-{
+    yt__reduce_loops l = {.init = min ? init_min : init_max,
+                          .combine = min ? combine_min : combine_max,
+                          .floating = yt_dtype_is_floating(dtype),
+                          .divisor = 1.0}; /* x / 1.0 == x: stores are exact */
     switch (dtype) {
     case YT_DTYPE_F64:
-        return max_loops(row_f64, rows_f64, true);
+        l.row = min ? row_f64_min : row_f64_max;
+        l.rows = min ? rows_f64_min : rows_f64_max;
+        break;
     case YT_DTYPE_F32:
-        return max_loops(row_f32, rows_f32, true);
+        l.row = min ? row_f32_min : row_f32_max;
+        l.rows = min ? rows_f32_min : rows_f32_max;
+        break;
     case YT_DTYPE_F16:
-        return max_loops(row_f16, rows_f16, true);
+        l.row = min ? row_f16_min : row_f16_max;
+        l.rows = min ? rows_f16_min : rows_f16_max;
+        break;
     case YT_DTYPE_BF16:
-        return max_loops(row_bf16, rows_bf16, true);
+        l.row = min ? row_bf16_min : row_bf16_max;
+        l.rows = min ? rows_bf16_min : rows_bf16_max;
+        break;
     case YT_DTYPE_I64:
-        return max_loops(row_i64, rows_i64, false);
+        l.row = min ? row_i64_min : row_i64_max;
+        l.rows = min ? rows_i64_min : rows_i64_max;
+        break;
     case YT_DTYPE_I32:
-        return max_loops(row_i32, rows_i32, false);
+        l.row = min ? row_i32_min : row_i32_max;
+        l.rows = min ? rows_i32_min : rows_i32_max;
+        break;
     case YT_DTYPE_I16:
-        return max_loops(row_i16, rows_i16, false);
+        l.row = min ? row_i16_min : row_i16_max;
+        l.rows = min ? rows_i16_min : rows_i16_max;
+        break;
     case YT_DTYPE_I8:
-        return max_loops(row_i8, rows_i8, false);
+        l.row = min ? row_i8_min : row_i8_max;
+        l.rows = min ? rows_i8_min : rows_i8_max;
+        break;
     default: /* u8, bool */
-        return max_loops(row_u8, rows_u8, false);
+        l.row = min ? row_u8_min : row_u8_max;
+        l.rows = min ? rows_u8_min : rows_u8_max;
+        break;
     }
+    return l;
 }
 
-/* ---------------------------------------------------------------- kernel */
+/* ---------------------------------------------------------------- kernels */
 
-yt_status
-yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+static yt_status
+extremum(const char *op, yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+         bool min)
 {
-    (void)keepdim; /* the result's shape has it; its memory order does not change */
     bool mask[YT_MAX_DIM];
     yt__reduce_mask(mask, self->dim, dim, dim_len);
     for (int i = 0; i < self->dim; i++)
         if (mask[i] && self->sizes[i] == 0)
             return yt__fail_status(
-                YT_ERR_SHAPE, "amax: cannot reduce over a zero-size dimension (self.size(%d)=0)",
-                i);
+                YT_ERR_SHAPE,
+                "%s: cannot reduce over a zero-size dimension (self.size(%d)=0): the result has "
+                "no identity; give a dim that is not empty",
+                op, i);
     if (result->numel == 0)
         return YT_OK;
-    yt__reduce_loops loops = loops_for(self->dtype);
+    yt__reduce_loops loops = loops_for(self->dtype, min);
     yt__reduce_run(result, self, dim, dim_len, &loops);
     return YT_OK;
+}
+
+yt_status
+yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    (void)keepdim; /* the result's shape has it; its memory order does not change */
+    return extremum("amax", result, self, dim, dim_len, false);
+}
+
+yt_status
+yt__cpu_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    (void)keepdim;
+    return extremum("amin", result, self, dim, dim_len, true);
+}
+
+/* all = min and any = max over a bool copy (nonzero, NaN included, is true); over nothing they
+ * are true and false. */
+static yt_status
+logical(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool all)
+{
+    if (result->numel == 0)
+        return YT_OK;
+    if (self->numel == 0) {
+        acc identity[YT_REDUCE_CHUNK];
+        for (int64_t j = 0; j < YT_REDUCE_CHUNK; j++)
+            identity[j].u = all;
+        for (int64_t i = 0; i < result->numel; i += YT_REDUCE_CHUNK) {
+            int64_t n = result->numel - i < YT_REDUCE_CHUNK ? result->numel - i : YT_REDUCE_CHUNK;
+            yt__reduce_store(result, i, 1, identity, n, 1.0);
+        }
+        return YT_OK;
+    }
+    yt_tensor *b = self->dtype == YT_DTYPE_BOOL ? self : yt__cast_copy(self, YT_DTYPE_BOOL);
+    if (b == NULL)
+        return yt__last_status();
+    yt__reduce_loops loops = loops_for(YT_DTYPE_BOOL, all);
+    yt__reduce_run(result, b, dim, dim_len, &loops);
+    yt__release_cast(b, self);
+    return YT_OK;
+}
+
+yt_status
+yt__cpu_all(yt_tensor *result, yt_tensor *self)
+{
+    return logical(result, self, NULL, 0, true);
+}
+
+yt_status
+yt__cpu_all_dim(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    (void)keepdim;
+    return logical(result, self, &dim, self->dim == 0 ? 0 : 1, true);
+}
+
+yt_status
+yt__cpu_any(yt_tensor *result, yt_tensor *self)
+{
+    return logical(result, self, NULL, 0, false);
+}
+
+yt_status
+yt__cpu_any_dim(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    (void)keepdim;
+    return logical(result, self, &dim, self->dim == 0 ? 0 : 1, false);
+}
+
+/* max() and min() without a dim: amax/amin over everything, an error when self is empty. */
+yt_status
+yt__cpu_max(yt_tensor *result, yt_tensor *self)
+{
+    return extremum("max", result, self, NULL, 0, false);
+}
+
+yt_status
+yt__cpu_min(yt_tensor *result, yt_tensor *self)
+{
+    return extremum("min", result, self, NULL, 0, true);
 }

@@ -204,14 +204,27 @@ inner_range(const reduce_plan *p, yt__reduce_row_fn row, acc *a, const char *bas
 /* Outer reduction: folds rows [r0, r1) of the reduced dims, columns [j0, j0 + len) of the inner
  * dim, under `base`, into accs[0..len). */
 static void
-outer_rows(const reduce_plan *p, yt__reduce_rows_fn rows, acc *accs, const char *base, int64_t j0,
-           int64_t len, int64_t r0, int64_t r1)
+outer_rows(const reduce_plan *p, const yt__reduce_loops *loops, acc *accs, const char *base,
+           int64_t j0, int64_t len, int64_t r0, int64_t r1)
 {
     const char *col = base + j0 * p->inner.in_stride;
     cursor c;
     cursor_seek(&c, p->red, p->n_red, r0);
+    if (loops->rows_block != NULL && p->n_red > 0) {
+        /* runs of rows along the innermost reduced dim go to the op in one call */
+        const reduce_dim *last = &p->red[p->n_red - 1];
+        for (int64_t r = r0; r < r1;) {
+            int64_t run = last->size - c.idx[p->n_red - 1];
+            run = run < r1 - r ? run : r1 - r;
+            loops->rows_block(accs, col + c.in, len, p->inner.in_stride, run, last->in_stride);
+            r += run;
+            if (r < r1)
+                cursor_seek(&c, p->red, p->n_red, r);
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; r++) {
-        rows(accs, col + c.in, len, p->inner.in_stride);
+        loops->rows(accs, col + c.in, len, p->inner.in_stride);
         cursor_next(&c, p->red, p->n_red);
     }
 }
@@ -244,7 +257,7 @@ run_units(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, i
             int64_t j0 = chunk * CHUNK;
             int64_t len = p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
             loops->init(accs, len, loops->floating);
-            outer_rows(p, loops->rows, accs, base, j0, len, 0, p->red_count);
+            outer_rows(p, loops, accs, base, j0, len, 0, p->red_count);
             yt__reduce_store(out, kc.out + j0 * p->inner.out_stride, p->inner.out_stride, accs, len,
                              loops->divisor);
         }
@@ -282,7 +295,7 @@ run_unit_split(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *o
         if (p->inner.reduced)
             inner_range(p, loops->row, part, base, lo, hi);
         else
-            outer_rows(p, loops->rows, part, base, j0, len, lo, hi);
+            outer_rows(p, loops, part, base, j0, len, lo, hi);
 #pragma omp ordered
         loops->combine(total, part, len, loops->floating);
     }

@@ -34,6 +34,10 @@ typedef union yt__reduce_acc {
 typedef void (*yt__reduce_row_fn)(yt__reduce_acc *acc, const char *x, int64_t n, int64_t stride);
 /* Folds x[j * stride] into accs[j] for j < n. */
 typedef void (*yt__reduce_rows_fn)(yt__reduce_acc *accs, const char *x, int64_t n, int64_t stride);
+/* Optional: folds m rows (row r at x + r * row_stride) of n elements each (element j at
+ * + j * stride) into accs[0..n): lets an op keep partial results in registers across rows. */
+typedef void (*yt__reduce_rows_block_fn)(yt__reduce_acc *accs, const char *x, int64_t n,
+                                         int64_t stride, int64_t m, int64_t row_stride);
 /* Sets v[0..n) to the op's identity. */
 typedef void (*yt__reduce_init_fn)(yt__reduce_acc *v, int64_t n, bool floating);
 /* Folds part[j] into total[j] for j < n. */
@@ -44,6 +48,7 @@ typedef void (*yt__reduce_combine_fn)(yt__reduce_acc *total, const yt__reduce_ac
 typedef struct yt__reduce_loops {
     yt__reduce_row_fn row;
     yt__reduce_rows_fn rows;
+    yt__reduce_rows_block_fn rows_block; /* NULL: `rows` once per row */
     yt__reduce_init_fn init;
     yt__reduce_combine_fn combine;
     bool floating;  /* which accumulator member is live; passed to init and combine */

@@ -5,9 +5,14 @@
  * (innermost dim kept) adds whole rows into a row of accumulators with `rows`.
  * Floating inputs accumulate in double, integral and bool inputs in wrapping 64-bit integers.
  * When `dtype` is given the input is converted to it first, as PyTorch does. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
 #include <string.h>
 
 #include "reduce_plan.h"
+#include "vec_math.h"
 
 /* Accumulator: .f for floating inputs, .u (wrapping) for integral and bool ones. */
 typedef yt__reduce_acc acc;
@@ -50,19 +55,29 @@ row_f64(acc *sum, const char *x, int64_t n, int64_t stride)
     sum->f += s;
 }
 
+/* f32 rows add in float within runs of F32_RUN elements (32 float partials, each taking 8
+ * elements per run: no worse than a pairwise sum over so few terms) and in double across runs.
+ * Widening every element to double halved the vector width and made the loop compute-bound at
+ * ~0.4x of memory speed. */
+#define F32_RUN 1024
+
 static void
 row_f32(acc *sum, const char *x, int64_t n, int64_t stride)
 {
     double s = 0.0;
     int64_t i = 0;
-    if (stride == sizeof(float) && n >= BLOCK) {
+    if (stride == sizeof(float) && n >= F32_RUN) {
         const float *p = (const float *)x;
-        double part[PARTIALS] = {0};
-        for (; i + BLOCK <= n; i += BLOCK)
-            for (int k = 0; k < PARTIALS; k++)
-                part[k] += ((double)p[i + k] + (double)p[i + PARTIALS + k]) +
-                           ((double)p[i + 2 * PARTIALS + k] + (double)p[i + 3 * PARTIALS + k]);
-        s = sum_partials(part);
+        for (; i + F32_RUN <= n; i += F32_RUN) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int r = 0; r < F32_RUN; r += 32) {
+                a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i + r));
+                a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + r + 8));
+                a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + r + 16));
+                a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + r + 24));
+            }
+            s += yt__hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+        }
     }
     for (; i < n; i++)
         s += *(const float *)(x + i * stride);
@@ -161,6 +176,44 @@ rows_f32(acc *sums, const char *x, int64_t n, int64_t stride)
         sums[j].f += *(const float *)(x + j * stride);
 }
 
+/* f32 columns down a run of m rows (the outer reduction): 64 columns at a time held in float
+ * registers over runs of F32_RUN rows, then added into the double accumulators, instead of a
+ * load, widen, add and store of a double accumulator per element and row. */
+#ifndef ROWS_RUN
+#define ROWS_RUN 16 /* rows per register run: few enough streams for the prefetchers */
+#endif
+
+static void
+rows_block_f32(acc *sums, const char *x, int64_t n, int64_t stride, int64_t m, int64_t row_stride)
+{
+    if (stride != sizeof(float)) {
+        for (int64_t r = 0; r < m; r++)
+            rows_f32(sums, x + r * row_stride, n, stride);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < m; r0 += ROWS_RUN) {
+        int64_t rn = m - r0 < ROWS_RUN ? m - r0 : ROWS_RUN;
+        const char *xb = x + r0 * row_stride;
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64) {
+            __m256 a[8];
+            for (int k = 0; k < 8; k++)
+                a[k] = _mm256_setzero_ps();
+            const char *p = xb + j * (int64_t)sizeof(float);
+            for (int64_t r = 0; r < rn; r++, p += row_stride)
+                for (int k = 0; k < 8; k++)
+                    a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps((const float *)p + 8 * k));
+            float part[64];
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_ps(part + 8 * k, a[k]);
+            for (int k = 0; k < 64; k++)
+                sums[j + k].f += part[k];
+        }
+        for (int64_t r = 0; r < rn && j < n; r++)
+            rows_f32(sums + j, xb + r * row_stride + j * (int64_t)sizeof(float), n - j, stride);
+    }
+}
+
 static void
 rows_f16(acc *sums, const char *x, int64_t n, int64_t stride)
 {
@@ -243,6 +296,11 @@ sum_loops(yt__reduce_row_fn row, yt__reduce_rows_fn rows, bool floating, double 
 static yt__reduce_loops
 loops_for(yt_dtype dtype, double divisor)
 {
+    if (dtype == YT_DTYPE_F32) {
+        yt__reduce_loops l = sum_loops(row_f32, rows_f32, true, divisor);
+        l.rows_block = rows_block_f32;
+        return l;
+    }
     switch (dtype) {
     case YT_DTYPE_F64:
         return sum_loops(row_f64, rows_f64, true, divisor);

@@ -2171,7 +2171,483 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:988) */
+/* ---- amin (ops.yaml:986) */
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin(yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
+                                bool keepdim);
+
+/* ---- max (ops.yaml:1001) */
+
+/* max(Tensor self) -> Tensor
+ * Largest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max(yt_tensor *self);
+
+/* ---- min (ops.yaml:1013) */
+
+/* min(Tensor self) -> Tensor
+ * Smallest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_min(yt_tensor *self);
+
+/* ---- max.dim (ops.yaml:1025) */
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- min.dim (ops.yaml:1041) */
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- argmax (ops.yaml:1056) */
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax(yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- argmin (ops.yaml:1071) */
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin(yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- prod (ops.yaml:1085) */
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Uses the defaults dtype=None; yt_prod_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod(yt_tensor *self);
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- prod.dim_int (ops.yaml:1099) */
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int(yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
+                                        yt_dtype dtype);
+
+/* ---- all (ops.yaml:1114) */
+
+/* all(Tensor self) -> Tensor
+ * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
+ * input, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all(yt_tensor *self);
+
+/* ---- all.dim (ops.yaml:1126) */
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim(yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- any (ops.yaml:1140) */
+
+/* any(Tensor self) -> Tensor
+ * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
+ * as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any(yt_tensor *self);
+
+/* ---- any.dim (ops.yaml:1152) */
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim(yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- cumsum (ops.yaml:1166) */
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum(yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- logsumexp (ops.yaml:1181) */
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Uses the defaults keepdim=False; yt_logsumexp_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len);
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* ---- var.correction (ops.yaml:1194) */
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_var_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var(yt_tensor *self);
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- std.correction (ops.yaml:1208) */
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_std_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std(yt_tensor *self);
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- linalg_vector_norm (ops.yaml:1221) */
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Uses the defaults ord=2, dim=[], keepdim=False, dtype=None; yt_linalg_vector_norm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
+                                           int dim_len, bool keepdim, yt_dtype dtype);
+
+/* ---- evenly_distribute_backward (ops.yaml:1240) */
+
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
+
+/* ---- prod_backward (ops.yaml:1247) */
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * Gradient of the full prod: the product of the other elements, exact when some are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
+
+/* ---- prod_dim_backward (ops.yaml:1254) */
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
+ * are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                       int64_t dim, bool keepdim);
+
+/* ---- cumsum_backward (ops.yaml:1261) */
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
+
+/* ---- norm_backward (ops.yaml:1268) */
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                   yt_tensor *output, const int64_t *dim, int dim_len,
+                                   bool keepdim);
+
+/* ---- value_selecting_reduction_backward (ops.yaml:1275) */
+
+/* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
+ * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim,
+                                                        yt_tensor *indices, const int64_t *sizes,
+                                                        int sizes_len, bool keepdim);
+
+/* ---- mm (ops.yaml:1284) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -2188,7 +2664,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1009) */
+/* ---- matmul (ops.yaml:1305) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2197,7 +2673,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1034) */
+/* ---- bmm (ops.yaml:1330) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2214,7 +2690,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1057) */
+/* ---- addmm (ops.yaml:1353) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2250,7 +2726,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1085) */
+/* ---- baddbmm (ops.yaml:1381) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2287,7 +2763,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1117) */
+/* ---- dot (ops.yaml:1413) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2295,7 +2771,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1136) */
+/* ---- outer (ops.yaml:1432) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2303,7 +2779,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:1179) */
+/* ---- t (ops.yaml:1475) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2311,7 +2787,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1192) */
+/* ---- transpose (ops.yaml:1488) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2319,7 +2795,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1203) */
+/* ---- permute (ops.yaml:1499) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2328,7 +2804,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1216) */
+/* ---- view (ops.yaml:1512) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2337,7 +2813,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1226) */
+/* ---- reshape (ops.yaml:1522) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2345,7 +2821,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1236) */
+/* ---- expand (ops.yaml:1532) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2353,7 +2829,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1246) */
+/* ---- squeeze (ops.yaml:1542) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2361,7 +2837,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1255) */
+/* ---- squeeze.dim (ops.yaml:1551) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2369,7 +2845,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1266) */
+/* ---- unsqueeze (ops.yaml:1562) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2377,7 +2853,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1277) */
+/* ---- slice (ops.yaml:1573) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2395,7 +2871,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1291) */
+/* ---- select (ops.yaml:1587) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2403,7 +2879,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1302) */
+/* ---- contiguous (ops.yaml:1598) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2411,7 +2887,84 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- dropout (ops.yaml:1326) */
+/* ---- softmax.int (ops.yaml:1619) */
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- log_softmax.int (ops.yaml:1637) */
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_log_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- softmax_backward_data (ops.yaml:1655) */
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data (ops.yaml:1672) */
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
+                                               int64_t dim);
+
+/* ---- softmax_double_backward (ops.yaml:1689) */
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                             yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_double_backward (ops.yaml:1697) */
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                                 yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:1705) */
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
+ * exp(output), dim).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
+                                                       int64_t dim);
+
+/* ---- dropout (ops.yaml:1716) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -2428,7 +2981,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:1339) */
+/* ---- mse_loss (ops.yaml:1729) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -2443,7 +2996,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:1354) */
+/* ---- l1_loss (ops.yaml:1744) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -2458,7 +3011,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:1369) */
+/* ---- smooth_l1_loss (ops.yaml:1759) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -2476,7 +3029,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:1385) */
+/* ---- huber_loss (ops.yaml:1775) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -2494,7 +3047,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:1400) */
+/* ---- binary_cross_entropy (ops.yaml:1790) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -2512,7 +3065,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:1417) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:1807) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -2533,7 +3086,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:1433) */
+/* ---- nll_loss (ops.yaml:1823) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -2553,7 +3106,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:1456) */
+/* ---- cross_entropy_loss (ops.yaml:1846) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -2576,7 +3129,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:1485) */
+/* ---- cross_entropy_index (ops.yaml:1875) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -2595,7 +3148,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:1503) */
+/* ---- cross_entropy_index_backward (ops.yaml:1893) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -2607,7 +3160,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- empty (ops.yaml:1514) */
+/* ---- empty (ops.yaml:1904) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -2622,7 +3175,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:1528) */
+/* ---- zeros (ops.yaml:1918) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2637,7 +3190,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1536) */
+/* ---- ones (ops.yaml:1926) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2652,7 +3205,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1544) */
+/* ---- full (ops.yaml:1934) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -2670,7 +3223,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:1556) */
+/* ---- empty_like (ops.yaml:1946) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -2687,7 +3240,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:1569) */
+/* ---- zeros_like (ops.yaml:1959) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2695,7 +3248,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:1576) */
+/* ---- ones_like (ops.yaml:1966) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -2710,7 +3263,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:1588) */
+/* ---- full_like (ops.yaml:1978) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -2727,7 +3280,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:1599) */
+/* ---- arange (ops.yaml:1989) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -2745,7 +3298,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:1607) */
+/* ---- linspace (ops.yaml:1997) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -2761,7 +3314,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:1619) */
+/* ---- eye (ops.yaml:2009) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -2776,7 +3329,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:1630) */
+/* ---- eye.m (ops.yaml:2020) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -2791,7 +3344,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:1641) */
+/* ---- rand (ops.yaml:2031) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -2807,7 +3360,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1652) */
+/* ---- randn (ops.yaml:2042) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -2823,7 +3376,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:1663) */
+/* ---- rand_like (ops.yaml:2053) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -2840,7 +3393,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:1673) */
+/* ---- randn_like (ops.yaml:2063) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -2857,7 +3410,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:1683) */
+/* ---- randint (ops.yaml:2073) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -2873,7 +3426,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:1694) */
+/* ---- randint.low (ops.yaml:2084) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -2889,7 +3442,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:1704) */
+/* ---- randperm (ops.yaml:2094) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -2905,7 +3458,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:1715) */
+/* ---- bernoulli (ops.yaml:2105) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -2922,7 +3475,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:1722) */
+/* ---- bernoulli.p (ops.yaml:2112) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -2956,7 +3509,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:1733) */
+/* ---- normal (ops.yaml:2123) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -2990,7 +3543,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:1745) */
+/* ---- uniform (ops.yaml:2135) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -3024,7 +3577,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:1758) */
+/* ---- sum_to (ops.yaml:2148) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -3032,7 +3585,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1769) */
+/* ---- sum_backward (ops.yaml:2159) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -3041,7 +3594,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1776) */
+/* ---- mean_backward (ops.yaml:2166) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -3050,7 +3603,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1783) */
+/* ---- amax_backward (ops.yaml:2173) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -3059,7 +3612,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1790) */
+/* ---- permute_backward (ops.yaml:2180) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -3067,7 +3620,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1797) */
+/* ---- pow_backward (ops.yaml:2187) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -3075,7 +3628,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1804) */
+/* ---- pow_backward_self (ops.yaml:2194) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -3083,7 +3636,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1811) */
+/* ---- pow_backward_exponent (ops.yaml:2201) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -3092,7 +3645,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1818) */
+/* ---- slice_backward (ops.yaml:2208) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -3102,7 +3655,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1826) */
+/* ---- select_backward (ops.yaml:2216) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

@@ -1,0 +1,127 @@
+/* Reductions and softmax timings, the yaten half of bench/reduce.sh (bench/reduce_torch.py is
+ * the PyTorch half, same cases). Prints "name microseconds" per case: the fastest of 15 batches
+ * of about 5 ms each (the machine is shared: the fastest batch is the one least disturbed; a
+ * median mostly measures the neighbours). Threads: OMP_NUM_THREADS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <yaten.h>
+
+typedef yt_tensor *(*case_fn)(yt_tensor *x, yt_tensor *y);
+
+static yt_tensor *
+sum_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 1;
+    return yt_sum_dim(x, &d, 1);
+}
+
+static yt_tensor *
+sum_first(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 0;
+    return yt_sum_dim(x, &d, 1);
+}
+
+static yt_tensor *
+sum_all(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_sum(x);
+}
+
+static yt_tensor *
+amax_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 1;
+    return yt_amax_ex(x, &d, 1, false);
+}
+
+static yt_tensor *
+softmax_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_softmax(x, 1);
+}
+
+static yt_tensor *
+log_softmax_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_log_softmax(x, 1);
+}
+
+static yt_tensor *
+softmax_first(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_softmax(x, 0);
+}
+
+static yt_tensor *
+softmax_bwd(yt_tensor *x, yt_tensor *y)
+{
+    return yt_softmax_backward_data(x, y, 1);
+}
+
+static double
+now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void
+bench(const char *name, case_fn fn, int64_t rows, int64_t cols)
+{
+    int64_t sizes[] = {rows, cols};
+    yt_tensor *x = yt_randn(sizes, 2);
+    yt_tensor *y = yt_softmax(x, 1);
+    /* calibrate: calls per batch for ~20 ms */
+    double t0 = now();
+    int calls = 0;
+    while (now() - t0 < 0.005) {
+        yt_release(fn(x, y));
+        calls++;
+    }
+    double times[15];
+    for (int b = 0; b < 15; b++) {
+        double s = now();
+        for (int i = 0; i < calls; i++)
+            yt_release(fn(x, y));
+        times[b] = (now() - s) / calls;
+    }
+    qsort(times, 15, sizeof(double), cmp);
+    printf("%s %.2f us\n", name, times[0] * 1e6);
+    yt_release(y);
+    yt_release(x);
+}
+
+int
+main(void)
+{
+    bench("sum_4096x4096_dim1", sum_last, 4096, 4096);
+    bench("sum_4096x4096_dim0", sum_first, 4096, 4096);
+    bench("sum_4096x4096_all", sum_all, 4096, 4096);
+    bench("amax_4096x4096_dim1", amax_last, 4096, 4096);
+    bench("softmax_64x1000", softmax_last, 64, 1000);
+    bench("softmax_4096x1024", softmax_last, 4096, 1024);
+    bench("log_softmax_4096x1024", log_softmax_last, 4096, 1024);
+    bench("softmax_dim0_1024x4096", softmax_first, 1024, 4096);
+    bench("softmax_bwd_4096x1024", softmax_bwd, 4096, 1024);
+    if (yt_live_tensors() != 0)
+        fprintf(stderr, "reduce bench: %lld tensors leaked\n", (long long)yt_live_tensors());
+    return 0;
+}

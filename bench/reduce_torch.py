@@ -1,0 +1,40 @@
+#!/usr/bin/python3
+"""PyTorch half of bench/reduce.sh: the cases of bench/reduce.c, timed the same way (fastest of 15
+batches of ~5 ms), printing "name microseconds". Threads: argv[1]."""
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+torch.manual_seed(0)
+
+CASES = [
+    ("sum_4096x4096_dim1", lambda x, y: torch.sum(x, 1), 4096, 4096),
+    ("sum_4096x4096_dim0", lambda x, y: torch.sum(x, 0), 4096, 4096),
+    ("sum_4096x4096_all", lambda x, y: torch.sum(x), 4096, 4096),
+    ("amax_4096x4096_dim1", lambda x, y: torch.amax(x, 1), 4096, 4096),
+    ("softmax_64x1000", lambda x, y: torch.softmax(x, 1), 64, 1000),
+    ("softmax_4096x1024", lambda x, y: torch.softmax(x, 1), 4096, 1024),
+    ("log_softmax_4096x1024", lambda x, y: torch.log_softmax(x, 1), 4096, 1024),
+    ("softmax_dim0_1024x4096", lambda x, y: torch.softmax(x, 0), 1024, 4096),
+    ("softmax_bwd_4096x1024",
+     lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 4096, 1024),
+]
+
+with torch.no_grad():
+    for name, fn, rows, cols in CASES:
+        x = torch.randn(rows, cols)
+        y = torch.softmax(x, 1)
+        t0, calls = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 0.005:
+            fn(x, y)
+            calls += 1
+        times = []
+        for _ in range(15):
+            s = time.perf_counter()
+            for _ in range(calls):
+                fn(x, y)
+            times.append((time.perf_counter() - s) / calls)
+        times.sort()
+        print(f"{name} {times[0] * 1e6:.2f} us")

@@ -1,0 +1,283 @@
+/* prod and prod.dim_int on the CPU, through the reduction plan and driver shared with sum
+ * (reduce_plan.h). Floating inputs multiply in double, integral and bool ones in wrapping 64-bit
+ * integers (the low bits of a signed product are the unsigned product's). When `dtype` is given
+ * the input is converted to it first, as PyTorch does. The product over nothing is 1. */
+#include <string.h>
+
+#include "reduce_plan.h"
+
+typedef yt__reduce_acc acc;
+
+#define PARTIALS 8
+#define INLINE   static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------- loads */
+
+INLINE double
+load_f(const char *x, yt_dtype d)
+{
+    switch (d) {
+    case YT_DTYPE_F64:
+        return *(const double *)x;
+    case YT_DTYPE_F32:
+        return *(const float *)x;
+    case YT_DTYPE_F16:
+        return yt__f16_to_f32(*(const uint16_t *)x);
+    default:
+        return yt__bf16_to_f32(*(const uint16_t *)x);
+    }
+}
+
+INLINE uint64_t
+load_u(const char *x, yt_dtype d)
+{
+    switch (d) {
+    case YT_DTYPE_I64:
+        return (uint64_t) * (const int64_t *)x;
+    case YT_DTYPE_I32:
+        return (uint64_t) * (const int32_t *)x;
+    case YT_DTYPE_I16:
+        return (uint64_t) * (const int16_t *)x;
+    case YT_DTYPE_I8:
+        return (uint64_t) * (const int8_t *)x;
+    default: /* u8, bool */
+        return *(const uint8_t *)x;
+    }
+}
+
+/* ---------------------------------------------------------------- typed loops */
+
+INLINE void
+row_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
+{
+    double s = 1.0;
+    int64_t i = 0;
+    int64_t elem = (int64_t)yt_dtype_size(d);
+    if (stride == elem && n >= 4 * PARTIALS && (d == YT_DTYPE_F32 || d == YT_DTYPE_F64)) {
+        double part[PARTIALS];
+        for (int k = 0; k < PARTIALS; k++)
+            part[k] = 1.0;
+        for (; i + PARTIALS <= n; i += PARTIALS)
+            for (int k = 0; k < PARTIALS; k++)
+                part[k] *= load_f(x + (i + k) * elem, d);
+        for (int k = 0; k < PARTIALS; k++)
+            s *= part[k];
+    }
+    for (; i < n; i++)
+        s *= load_f(x + i * stride, d);
+    p->f *= s;
+}
+
+INLINE void
+row_u(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
+{
+    uint64_t s = 1;
+    for (int64_t i = 0; i < n; i++)
+        s *= load_u(x + i * stride, d);
+    p->u *= s;
+}
+
+INLINE void
+rows_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
+{
+    for (int64_t j = 0; j < n; j++)
+        p[j].f *= load_f(x + j * stride, d);
+}
+
+INLINE void
+rows_u(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
+{
+    for (int64_t j = 0; j < n; j++)
+        p[j].u *= load_u(x + j * stride, d);
+}
+
+static void
+row_f64(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_f(p, x, n, s, YT_DTYPE_F64);
+}
+static void
+row_f32(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_f(p, x, n, s, YT_DTYPE_F32);
+}
+static void
+row_f16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_f(p, x, n, s, YT_DTYPE_F16);
+}
+static void
+row_bf16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_f(p, x, n, s, YT_DTYPE_BF16);
+}
+static void
+row_i64(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_u(p, x, n, s, YT_DTYPE_I64);
+}
+static void
+row_i32(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_u(p, x, n, s, YT_DTYPE_I32);
+}
+static void
+row_i16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_u(p, x, n, s, YT_DTYPE_I16);
+}
+static void
+row_i8(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_u(p, x, n, s, YT_DTYPE_I8);
+}
+static void
+row_u8(acc *p, const char *x, int64_t n, int64_t s)
+{
+    row_u(p, x, n, s, YT_DTYPE_U8);
+}
+static void
+rows_f64(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_f(p, x, n, s, YT_DTYPE_F64);
+}
+static void
+rows_f32(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_f(p, x, n, s, YT_DTYPE_F32);
+}
+static void
+rows_f16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_f(p, x, n, s, YT_DTYPE_F16);
+}
+static void
+rows_bf16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_f(p, x, n, s, YT_DTYPE_BF16);
+}
+static void
+rows_i64(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_u(p, x, n, s, YT_DTYPE_I64);
+}
+static void
+rows_i32(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_u(p, x, n, s, YT_DTYPE_I32);
+}
+static void
+rows_i16(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_u(p, x, n, s, YT_DTYPE_I16);
+}
+static void
+rows_i8(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_u(p, x, n, s, YT_DTYPE_I8);
+}
+static void
+rows_u8(acc *p, const char *x, int64_t n, int64_t s)
+{
+    rows_u(p, x, n, s, YT_DTYPE_U8);
+}
+
+static void
+init_one(acc *v, int64_t n, bool floating)
+{
+    for (int64_t j = 0; j < n; j++) {
+        if (floating)
+            v[j].f = 1.0;
+        else
+            v[j].u = 1;
+    }
+}
+
+static void
+combine(acc *total, const acc *part, int64_t n, bool floating)
+{
+    for (int64_t j = 0; j < n; j++) {
+        if (floating)
+            total[j].f *= part[j].f;
+        else
+            total[j].u *= part[j].u;
+    }
+}
+
+static yt__reduce_loops
+loops_for(yt_dtype dtype)
+{
+    yt__reduce_loops l = {.init = init_one,
+                          .combine = combine,
+                          .floating = yt_dtype_is_floating(dtype),
+                          .divisor = 1.0};
+    switch (dtype) {
+    case YT_DTYPE_F64:
+        l.row = row_f64, l.rows = rows_f64;
+        break;
+    case YT_DTYPE_F32:
+        l.row = row_f32, l.rows = rows_f32;
+        break;
+    case YT_DTYPE_F16:
+        l.row = row_f16, l.rows = rows_f16;
+        break;
+    case YT_DTYPE_BF16:
+        l.row = row_bf16, l.rows = rows_bf16;
+        break;
+    case YT_DTYPE_I64:
+        l.row = row_i64, l.rows = rows_i64;
+        break;
+    case YT_DTYPE_I32:
+        l.row = row_i32, l.rows = rows_i32;
+        break;
+    case YT_DTYPE_I16:
+        l.row = row_i16, l.rows = rows_i16;
+        break;
+    case YT_DTYPE_I8:
+        l.row = row_i8, l.rows = rows_i8;
+        break;
+    default: /* u8, bool */
+        l.row = row_u8, l.rows = rows_u8;
+        break;
+    }
+    return l;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+static yt_status
+reduce_prod(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, yt_dtype dtype)
+{
+    bool floating = yt_dtype_is_floating(result->dtype);
+    bool cast = dtype != YT_DTYPE_NONE ? self->dtype != result->dtype
+                                       : yt_dtype_is_floating(self->dtype) != floating;
+    yt_tensor *src = cast ? yt__cast_copy(self, result->dtype) : self;
+    if (src == NULL)
+        return yt__last_status();
+    if (result->numel > 0 && src->numel == 0) {
+        acc ones[YT_REDUCE_CHUNK];
+        init_one(ones, YT_REDUCE_CHUNK, floating);
+        for (int64_t i = 0; i < result->numel; i += YT_REDUCE_CHUNK) {
+            int64_t n = result->numel - i < YT_REDUCE_CHUNK ? result->numel - i : YT_REDUCE_CHUNK;
+            yt__reduce_store(result, i, 1, ones, n, 1.0);
+        }
+    } else if (result->numel > 0) {
+        yt__reduce_loops loops = loops_for(src->dtype);
+        yt__reduce_run(result, src, dim, dim_len, &loops);
+    }
+    yt__release_cast(src, self);
+    return YT_OK;
+}
+
+yt_status
+yt__cpu_prod(yt_tensor *result, yt_tensor *self, yt_dtype dtype)
+{
+    return reduce_prod(result, self, NULL, 0, dtype);
+}
+
+yt_status
+yt__cpu_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
+{
+    (void)keepdim;
+    return reduce_prod(result, self, &dim, self->dim > 0 ? 1 : 0, dtype);
+}

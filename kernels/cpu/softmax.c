@@ -1,0 +1,437 @@
+/* softmax, log_softmax and their fused backward kernels (softmax_backward_data,
+ * log_softmax_backward_data) on the CPU.
+ *
+ * The input is seen as [outer, n, inner] with the softmax dim of size n in the middle. Each row
+ * is shifted by its maximum before exp, so +-1e4 inputs neither overflow nor lose the row; a row
+ * of -inf gives -inf - -inf = NaN, as in PyTorch.
+ *   - inner == 1 (the last dim, the common case): three passes over each contiguous row
+ *     (max; exp and sum; scale), f32 with 8-lane AVX2 exp and several accumulators.
+ *   - inner > 1: blocks of up to COLS columns are reduced together down the rows, so every
+ *     loop runs along contiguous memory and vectorises across columns.
+ * f32 and f64 compute in their own precision; f16/bf16 (and a `dtype` that differs from the
+ * input's) go through an f32 copy. Rows (or column blocks) are split between threads only above
+ * YT_PARALLEL_GRAIN elements. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
+#include <math.h>
+#include <omp.h>
+
+#include "kernels.h"
+#include "vec_math.h"
+
+#define COLS 256 /* columns per block when inner > 1: three float arrays stay in L1 */
+
+typedef struct geom {
+    int64_t outer, n, inner;
+} geom;
+
+static geom
+geom_of(const yt_tensor *t, int64_t dim)
+{
+    geom g = {1, 1, 1};
+    if (t->dim == 0)
+        return g;
+    for (int64_t i = 0; i < dim; i++)
+        g.outer *= t->sizes[i];
+    g.n = t->sizes[dim];
+    for (int64_t i = dim + 1; i < t->dim; i++)
+        g.inner *= t->sizes[i];
+    return g;
+}
+
+typedef enum kind { SOFTMAX, LOG_SOFTMAX } kind;
+
+/* ---------------------------------------------------------------- f32 rows (inner == 1) */
+
+static float
+row_max_f32(const float *x, int64_t n)
+{
+    int64_t i = 0;
+    float m = -INFINITY;
+    if (n >= 32) {
+        __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+        for (; i + 32 <= n; i += 32) {
+            a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+            a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
+            a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
+            a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
+        }
+        m = yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
+    }
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* Sum of exp(x[i] - shift); writes each term to out[i] when out is not NULL. A NaN anywhere in
+ * the row makes the sum NaN, so the whole row becomes NaN, as in PyTorch. */
+static float
+row_expsum_f32(float *out, const float *x, int64_t n, float shift)
+{
+    __m256 vs = _mm256_set1_ps(shift);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t i = 0;
+    if (out != NULL) {
+        for (; i + 16 <= n; i += 16) {
+            __m256 e0 = yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+            __m256 e1 = yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
+            _mm256_storeu_ps(out + i, e0);
+            _mm256_storeu_ps(out + i + 8, e1);
+            s0 = _mm256_add_ps(s0, e0);
+            s1 = _mm256_add_ps(s1, e1);
+        }
+    } else {
+        for (; i + 16 <= n; i += 16) {
+            s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
+            s1 = _mm256_add_ps(s1, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs)));
+        }
+    }
+    float s = yt__hsum8(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) {
+        float e = yt__exp1(x[i] - shift);
+        if (out != NULL)
+            out[i] = e;
+        s += e;
+    }
+    return s;
+}
+
+static void
+row_f32(float *out, const float *x, int64_t n, kind k)
+{
+    float m = row_max_f32(x, n);
+    if (k == SOFTMAX) {
+        float inv = 1.0f / row_expsum_f32(out, x, n, m);
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            out[i] *= inv;
+    } else {
+        /* (x - max) - log(sum), in this order: max + log(sum) would round at large max */
+        float ls = logf(row_expsum_f32(NULL, x, n, m));
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (x[i] - m) - ls;
+    }
+}
+
+/* ---------------------------------------------------------------- f32 column blocks (inner > 1) */
+
+/* Softmax down the n rows of columns [0, w) of a [n, inner] slab (row stride `inner`). */
+static void
+cols_f32(float *out, const float *x, int64_t n, int64_t inner, int64_t w, kind k)
+{
+    float mx[COLS], sm[COLS];
+    for (int64_t j = 0; j < w; j++) {
+        mx[j] = -INFINITY;
+        sm[j] = 0.0f;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + i * inner;
+#pragma omp simd
+        for (int64_t j = 0; j < w; j++)
+            mx[j] = r[j] > mx[j] ? r[j] : mx[j];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + i * inner;
+        float *o = out + i * inner;
+        int64_t j = 0;
+        for (; j + 8 <= w; j += 8) {
+            __m256 e = yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(r + j), _mm256_loadu_ps(mx + j)));
+            if (k == SOFTMAX)
+                _mm256_storeu_ps(o + j, e);
+            _mm256_storeu_ps(sm + j, _mm256_add_ps(_mm256_loadu_ps(sm + j), e));
+        }
+        for (; j < w; j++) {
+            float e = yt__exp1(r[j] - mx[j]);
+            if (k == SOFTMAX)
+                o[j] = e;
+            sm[j] += e;
+        }
+    }
+    for (int64_t j = 0; j < w; j++)
+        sm[j] = k == SOFTMAX ? 1.0f / sm[j] : logf(sm[j]);
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + i * inner;
+        float *o = out + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] *= sm[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] = (r[j] - mx[j]) - sm[j];
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- f64 (any inner) */
+
+static void
+cols_f64(double *out, const double *x, int64_t n, int64_t inner, int64_t w, kind k)
+{
+    double mx[COLS], sm[COLS];
+    for (int64_t j = 0; j < w; j++) {
+        mx[j] = -INFINITY;
+        sm[j] = 0.0;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < w; j++)
+            mx[j] = x[i * inner + j] > mx[j] ? x[i * inner + j] : mx[j];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < w; j++) {
+            double e = exp(x[i * inner + j] - mx[j]);
+            if (k == SOFTMAX)
+                out[i * inner + j] = e;
+            sm[j] += e;
+        }
+    for (int64_t j = 0; j < w; j++)
+        sm[j] = k == SOFTMAX ? 1.0 / sm[j] : log(sm[j]);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < w; j++)
+            out[i * inner + j] =
+                k == SOFTMAX ? out[i * inner + j] * sm[j] : (x[i * inner + j] - mx[j]) - sm[j];
+}
+
+/* ---------------------------------------------------------------- backward rows and blocks */
+
+/* softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g). */
+static void
+bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 g0 = _mm256_loadu_ps(g + i), g1 = _mm256_loadu_ps(g + i + 8);
+        if (k == SOFTMAX) {
+            a0 = _mm256_fmadd_ps(g0, _mm256_loadu_ps(y + i), a0);
+            a1 = _mm256_fmadd_ps(g1, _mm256_loadu_ps(y + i + 8), a1);
+        } else {
+            a0 = _mm256_add_ps(a0, g0);
+            a1 = _mm256_add_ps(a1, g1);
+        }
+    }
+    float s = yt__hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++)
+        s += k == SOFTMAX ? g[i] * y[i] : g[i];
+    i = 0;
+    __m256 vs = _mm256_set1_ps(s);
+    if (k == SOFTMAX) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            out[j] = y[j] * (g[j] - s);
+    } else {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(out + i, _mm256_fnmadd_ps(yt__exp8(_mm256_loadu_ps(y + i)), vs,
+                                                       _mm256_loadu_ps(g + i)));
+        for (; i < n; i++)
+            out[i] = g[i] - yt__exp1(y[i]) * s;
+    }
+}
+
+static void
+bwd_cols_f32(float *out, const float *g, const float *y, int64_t n, int64_t inner, int64_t w,
+             kind k)
+{
+    float sm[COLS];
+    for (int64_t j = 0; j < w; j++)
+        sm[j] = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float *gr = g + i * inner, *yr = y + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                sm[j] += gr[j] * yr[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                sm[j] += gr[j];
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *gr = g + i * inner, *yr = y + i * inner;
+        float *o = out + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] = yr[j] * (gr[j] - sm[j]);
+        } else {
+            int64_t j = 0;
+            for (; j + 8 <= w; j += 8)
+                _mm256_storeu_ps(o + j, _mm256_fnmadd_ps(yt__exp8(_mm256_loadu_ps(yr + j)),
+                                                         _mm256_loadu_ps(sm + j),
+                                                         _mm256_loadu_ps(gr + j)));
+            for (; j < w; j++)
+                o[j] = gr[j] - yt__exp1(yr[j]) * sm[j];
+        }
+    }
+}
+
+static void
+bwd_cols_f64(double *out, const double *g, const double *y, int64_t n, int64_t inner, int64_t w,
+             kind k)
+{
+    double sm[COLS];
+    for (int64_t j = 0; j < w; j++)
+        sm[j] = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < w; j++)
+            sm[j] += k == SOFTMAX ? g[i * inner + j] * y[i * inner + j] : g[i * inner + j];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < w; j++) {
+            int64_t at = i * inner + j;
+            out[at] = k == SOFTMAX ? y[at] * (g[at] - sm[j]) : g[at] - exp(y[at]) * sm[j];
+        }
+}
+
+/* ---------------------------------------------------------------- drivers */
+
+/* Work unit u: slab u / blocks, columns [(u % blocks) * COLS, ...) of it; one unit per row when
+ * inner == 1. f64 rows use the column code with a width of 1. */
+typedef struct job {
+    geom g;
+    kind k;
+    bool f64;
+    char *out;
+    const char *a; /* x, or grad_output */
+    const char *b; /* NULL, or output */
+} job;
+
+static void
+run_unit(const job *jb, int64_t u)
+{
+    const geom *g = &jb->g;
+    int64_t blocks = (g->inner + COLS - 1) / COLS;
+    int64_t o = u / blocks, j0 = (u % blocks) * COLS;
+    int64_t w = g->inner - j0 < COLS ? g->inner - j0 : COLS;
+    int64_t at = o * g->n * g->inner + j0;
+    if (jb->f64) {
+        double *out = (double *)jb->out + at;
+        const double *a = (const double *)jb->a + at;
+        if (jb->b == NULL)
+            cols_f64(out, a, g->n, g->inner, w, jb->k);
+        else
+            bwd_cols_f64(out, a, (const double *)jb->b + at, g->n, g->inner, w, jb->k);
+        return;
+    }
+    float *out = (float *)jb->out + at;
+    const float *a = (const float *)jb->a + at;
+    const float *b = jb->b == NULL ? NULL : (const float *)jb->b + at;
+    if (g->inner == 1 && b == NULL)
+        row_f32(out, a, g->n, jb->k);
+    else if (g->inner == 1)
+        bwd_row_f32(out, a, b, g->n, jb->k);
+    else if (b == NULL)
+        cols_f32(out, a, g->n, g->inner, w, jb->k);
+    else
+        bwd_cols_f32(out, a, b, g->n, g->inner, w, jb->k);
+}
+
+static void
+run_job(const job *jb)
+{
+    const geom *g = &jb->g;
+    int64_t units = g->outer * ((g->inner + COLS - 1) / COLS);
+    int64_t numel = g->outer * g->n * g->inner;
+    int nth = numel >= YT_PARALLEL_GRAIN && units > 1 ? omp_get_max_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+    for (int64_t u = 0; u < units; u++)
+        run_unit(jb, u);
+}
+
+/* The compute dtype: f64 stays, everything else runs in f32. */
+static yt_dtype
+compute_dtype(yt_dtype d)
+{
+    return d == YT_DTYPE_F64 ? YT_DTYPE_F64 : YT_DTYPE_F32;
+}
+
+/* `t` as a contiguous tensor of dtype `cd` (itself when it already is one), or NULL. */
+static yt_tensor *
+as_compute(yt_tensor *t, yt_dtype cd)
+{
+    return t->dtype == cd && t->is_contiguous ? t : yt__cast_copy(t, cd);
+}
+
+/* Runs `jb` with inputs a (and b) into `result`, through f32/f64 copies where needed. */
+static yt_status
+run_converted(yt_tensor *result, yt_tensor *a, yt_tensor *b, int64_t dim, kind k)
+{
+    if (result->numel == 0)
+        return YT_OK;
+    yt_dtype cd = compute_dtype(result->dtype);
+    yt_tensor *ca = as_compute(a, cd);
+    yt_tensor *cb = b == NULL || ca == NULL ? NULL : as_compute(b, cd);
+    yt_tensor *dst = result->dtype == cd ? result : yt__empty_like(result, cd);
+    yt_status st = YT_OK;
+    if (ca == NULL || (b != NULL && cb == NULL) || dst == NULL) {
+        st = yt__last_status();
+    } else {
+        job jb = {.g = geom_of(a, dim),
+                  .k = k,
+                  .f64 = cd == YT_DTYPE_F64,
+                  .out = yt__data_ptr(dst),
+                  .a = yt__data_ptr(ca),
+                  .b = cb == NULL ? NULL : yt__data_ptr(cb)};
+        run_job(&jb);
+        if (dst != result)
+            st = yt__copy_into(result, dst);
+    }
+    if (dst != result)
+        yt_release(dst);
+    if (cb != NULL)
+        yt__release_cast(cb, b);
+    if (ca != NULL)
+        yt__release_cast(ca, a);
+    return st;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+yt_status
+yt__cpu_softmax(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    (void)dtype; /* the result's dtype has it: the input is converted to it first */
+    return run_converted(result, self, NULL, dim, SOFTMAX);
+}
+
+yt_status
+yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    (void)dtype;
+    return run_converted(result, self, NULL, dim, LOG_SOFTMAX);
+}
+
+static yt_status
+check_same_shape(const char *op, const yt_tensor *grad_output, const yt_tensor *output)
+{
+    for (int i = 0; i < output->dim; i++)
+        if (grad_output->sizes[i] != output->sizes[i]) {
+            char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+            return yt__fail_status(
+                YT_ERR_SHAPE, "%s: grad_output has shape %s but output has shape %s", op,
+                yt__format_sizes(a, sizeof a, grad_output->sizes, grad_output->dim),
+                yt__format_sizes(b, sizeof b, output->sizes, output->dim));
+        }
+    return YT_OK;
+}
+
+yt_status
+yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                              int64_t dim)
+{
+    if (check_same_shape("softmax_backward_data", grad_output, output) != YT_OK)
+        return YT_ERR_SHAPE;
+    return run_converted(result, grad_output, output, dim, SOFTMAX);
+}
+
+yt_status
+yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                  int64_t dim)
+{
+    if (check_same_shape("log_softmax_backward_data", grad_output, output) != YT_OK)
+        return YT_ERR_SHAPE;
+    return run_converted(result, grad_output, output, dim, LOG_SOFTMAX);
+}

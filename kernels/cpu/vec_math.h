@@ -1,0 +1,81 @@
+/* AVX2 helpers shared by the row-wise CPU kernels (softmax.c, logsumexp): an 8-lane f32 exp and
+ * horizontal folds. The library builds with -march=x86-64-v3, so AVX2 and FMA are baseline.
+ *
+ * exp8: e^x = 2^n * e^r with n = round(x / ln 2), r = x - n ln 2 (ln 2 split in two constants so
+ * the reduction is exact), e^r from Cephes' degree-6 minimax polynomial on |r| <= ln(2)/2
+ * (about 1 ulp). 2^n is applied as two factors so results down to the subnormal range stay right.
+ * -inf gives 0, +inf and overflow give +inf, NaN stays NaN. */
+#ifndef YT_KERNELS_CPU_VEC_MATH_H
+#define YT_KERNELS_CPU_VEC_MATH_H
+
+#include <immintrin.h>
+
+#ifndef __AVX2__
+#error "vec_math.h needs AVX2: put #pragma GCC target(\"avx2,fma\") before the includes"
+#endif
+
+static inline __m256
+yt__exp8(__m256 x)
+{
+    const __m256 hi = _mm256_set1_ps(88.72283935546875f); /* largest x with a finite e^x */
+    const __m256 lo = _mm256_set1_ps(-104.0f);            /* e^x rounds to 0 below this */
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* 2^n with n in [-150, 128] as 2^n1 * 2^n2, each a normal float */
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_srai_epi32(ni, 1);
+    __m256i n2 = _mm256_sub_epi32(ni, n1);
+    __m256 s1 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN in, NaN out */
+}
+
+static inline float
+yt__hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float
+yt__hmax8(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float
+yt__hmin8(__m256 v)
+{
+    __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_min_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Scalar e^x through the same polynomial, for loop tails: results do not depend on alignment. */
+static inline float
+yt__exp1(float x)
+{
+    return _mm256_cvtss_f32(yt__exp8(_mm256_set1_ps(x)));
+}
+
+#endif

@@ -1,0 +1,469 @@
+/* Reductions and softmax: values and PyTorch semantics the generated per-op cases do not pin
+ * down (numerics at +-1e4, all -inf rows, NaN propagation, empty reductions, ties, zeros in
+ * prod's gradient, exact zero variance of constants). */
+#include <math.h>
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
+
+#include "test_util.h"
+
+static yt_tensor *
+make(const double *v, const int64_t *sizes, int ndim, yt_dtype dtype)
+{
+    yt_tensor *f = yt_tensor_from_data(v, sizes, ndim, YT_DTYPE_F64);
+    yt_tensor *t = dtype == YT_DTYPE_F64 ? yt_retain(f) : yt_to(f, dtype);
+    yt_release(f);
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    return t;
+}
+
+static yt_tensor *
+vec(const double *v, int64_t n, yt_dtype dtype)
+{
+    return make(v, &n, 1, dtype);
+}
+
+/* Reads `t` as doubles into out[0..n) and releases it. */
+static void
+take(yt_tensor *t, double *out, int64_t n)
+{
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(t), n, "numel %lld, expected %lld", (long long)yt_tensor_numel(t),
+                 (long long)n);
+    cr_assert_eq(yt_tensor_copy_to(t, out, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK, "%s",
+                 yt_errmsg());
+    yt_release(t);
+}
+
+static double
+one(yt_tensor *t)
+{
+    double v;
+    take(t, &v, 1);
+    return v;
+}
+
+static void
+expect_near(const double *got, const double *want, int64_t n, double tol)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            cr_assert(isnan(got[i]), "element %lld: %.17g, expected NaN", (long long)i, got[i]);
+            continue;
+        }
+        if (isinf(want[i])) {
+            cr_assert_eq(got[i], want[i], "element %lld: %.17g, expected %g", (long long)i, got[i],
+                         want[i]);
+            continue;
+        }
+        cr_assert(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
+                  "element %lld: %.17g, expected %.17g", (long long)i, got[i], want[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+Test(softmax, stable_at_1e4)
+{
+    const yt_dtype dts[] = {YT_DTYPE_F32, YT_DTYPE_F64};
+    for (int d = 0; d < 2; d++) {
+        double x[] = {1e4, -1e4, 0, 1e4};
+        yt_tensor *t = vec(x, 4, dts[d]);
+        double s[4], ls[4];
+        take(yt_softmax(t, 0), s, 4);
+        take(yt_log_softmax(t, 0), ls, 4);
+        expect_near(s, (double[]){0.5, 0, 0, 0.5}, 4, 1e-6);
+        expect_near(ls, (double[]){-M_LN2, -2e4 - M_LN2, -1e4 - M_LN2, -M_LN2}, 4, 1e-6);
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* PyTorch gives NaN for a row of -inf (softmax and log_softmax); other rows are unaffected. */
+Test(softmax, all_minus_inf_row_is_nan)
+{
+    double x[] = {-INFINITY, -INFINITY, -INFINITY, 0, 1, 2};
+    int64_t sizes[] = {2, 3};
+    const yt_dtype dts[] = {YT_DTYPE_F32, YT_DTYPE_F64};
+    for (int d = 0; d < 2; d++) {
+        yt_tensor *t = make(x, sizes, 2, dts[d]);
+        double s[6], ls[6];
+        take(yt_softmax(t, 1), s, 6);
+        take(yt_log_softmax(t, 1), ls, 6);
+        double e = exp(0) + exp(1) + exp(2);
+        expect_near(s, (double[]){NAN, NAN, NAN, 1 / e, exp(1) / e, exp(2) / e}, 6, 1e-6);
+        expect_near(ls, (double[]){NAN, NAN, NAN, -log(e), 1 - log(e), 2 - log(e)}, 6, 1e-6);
+        /* the same along dim 0 (the inner > 1 layout): column 0 is {-inf, 0} */
+        yt_tensor *tt = yt_transpose(t, 0, 1);
+        yt_tensor *c = yt_contiguous(tt);
+        double s0[6];
+        take(yt_softmax(c, 1), s0, 6);
+        cr_assert(fabs(s0[0] - 0.0) < 1e-7 && fabs(s0[1] - 1.0) < 1e-6, "%g %g", s0[0], s0[1]);
+        yt_release(c);
+        yt_release(tt);
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* The vectorised exp against libm's, over long rows and both layouts. */
+Test(softmax, f32_matches_f64_reference)
+{
+    int64_t sizes[] = {3, 1000};
+    double *x = malloc(sizeof(double) * 3000), *want = malloc(sizeof(double) * 3000),
+           *got = malloc(sizeof(double) * 3000);
+    uint64_t s = 7;
+    for (int i = 0; i < 3000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 60; /* [-30, 30) */
+    }
+    yt_tensor *t32 = make(x, sizes, 2, YT_DTYPE_F32);
+    yt_tensor *t64 = yt_to(t32, YT_DTYPE_F64); /* the same inputs, in double */
+    /* x - max rounds in f32 (ulp 4e-6 at 40), so tiny results carry ~1e-5 relative error, as in
+     * PyTorch */
+    for (int dim = 0; dim < 2; dim++) {
+        take(yt_softmax(t64, dim), want, 3000);
+        take(yt_softmax(t32, dim), got, 3000);
+        for (int i = 0; i < 3000; i++)
+            cr_assert(fabs(got[i] - want[i]) <= 1e-5 * want[i] + 1e-9, "dim %d [%d]: %g vs %g", dim,
+                      i, got[i], want[i]);
+        take(yt_log_softmax(t64, dim), want, 3000);
+        take(yt_log_softmax(t32, dim), got, 3000);
+        expect_near(got, want, 3000, 1e-5);
+    }
+    yt_release(t32);
+    yt_release(t64);
+    free(x);
+    free(want);
+    free(got);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- logsumexp */
+
+Test(logsumexp, stable_and_infinite)
+{
+    int64_t d0 = 0;
+    double big[] = {1e4, 1e4};
+    yt_tensor *t = vec(big, 2, YT_DTYPE_F32);
+    cr_assert_float_eq(one(yt_logsumexp(t, &d0, 1)), 1e4 + M_LN2, 1e-2);
+    yt_release(t);
+    double ninf[] = {-INFINITY, -INFINITY};
+    t = vec(ninf, 2, YT_DTYPE_F64);
+    double v = one(yt_logsumexp(t, &d0, 1));
+    cr_assert(isinf(v) && v < 0, "logsumexp of -inf row: %g", v);
+    yt_release(t);
+    double pinf[] = {INFINITY, 1};
+    t = vec(pinf, 2, YT_DTYPE_F64);
+    v = one(yt_logsumexp(t, &d0, 1));
+    cr_assert(isinf(v) && v > 0, "logsumexp with +inf: %g", v);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- var / std */
+
+Test(var, constant_input_is_exactly_zero)
+{
+    double *x = malloc(sizeof(double) * 1000);
+    for (int i = 0; i < 1000; i++)
+        x[i] = 0.1;
+    const yt_dtype dts[] = {YT_DTYPE_F32, YT_DTYPE_F64};
+    for (int d = 0; d < 2; d++) {
+        yt_tensor *t = vec(x, 1000, dts[d]);
+        cr_assert_eq(one(yt_var(t)), 0.0);
+        cr_assert_eq(one(yt_std(t)), 0.0);
+        yt_release(t);
+    }
+    free(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(var, correction)
+{
+    double x[] = {1, 2, 3, 4};
+    yt_tensor *t = vec(x, 4, YT_DTYPE_F64);
+    cr_assert_float_eq(one(yt_var(t)), 5.0 / 3.0, 1e-12);
+    cr_assert_float_eq(one(yt_var_ex(t, NULL, 0, 0, false)), 1.25, 1e-12);
+    cr_assert_float_eq(one(yt_std_ex(t, NULL, 0, 0, false)), sqrt(1.25), 1e-12);
+    yt_release(t);
+    /* N - correction <= 0 gives NaN, as in PyTorch */
+    t = vec(x, 1, YT_DTYPE_F64);
+    cr_assert(isnan(one(yt_var(t))));
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- empty reductions */
+
+Test(reduce, empty_semantics)
+{
+    int64_t sizes[] = {0, 3};
+    yt_tensor *t = make(NULL, sizes, 2, YT_DTYPE_F32);
+    int64_t d0 = 0;
+    double v[3];
+    take(yt_sum_dim(t, &d0, 1), v, 3);
+    expect_near(v, (double[]){0, 0, 0}, 3, 0);
+    take(yt_prod_dim_int(t, 0), v, 3);
+    expect_near(v, (double[]){1, 1, 1}, 3, 0);
+    take(yt_mean_dim(t, &d0, 1), v, 3);
+    expect_near(v, (double[]){NAN, NAN, NAN}, 3, 0);
+    cr_assert_eq(one(yt_sum(t)), 0.0);
+    cr_assert_eq(one(yt_prod(t)), 1.0);
+    cr_assert(isnan(one(yt_mean(t))));
+    cr_assert_eq(one(yt_all(t)), 1.0);
+    cr_assert_eq(one(yt_any(t)), 0.0);
+    take(yt_logsumexp(t, &d0, 1), v, 3);
+    expect_near(v, (double[]){-INFINITY, -INFINITY, -INFINITY}, 3, 0);
+
+    cr_assert_null(yt_amax_ex(t, &d0, 1, false));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "amax: cannot reduce over a zero-size dimension");
+    cr_assert_null(yt_amin(t));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "amin:");
+    cr_assert_null(yt_max(t));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "max:");
+    cr_assert_null(yt_argmax(t));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "argmax: self is empty");
+    cr_assert_null(yt_argmin_ex(t, 0, false));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "argmin: cannot reduce over a zero-size dimension");
+    /* reducing the non-empty dim of an empty tensor is fine: the result is empty */
+    yt_tensor *r = yt_amax_ex(t, (int64_t[]){1}, 1, false);
+    cr_assert_not_null(r, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(r), 0);
+    yt_release(r);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- NaN and ties */
+
+Test(reduce, nan_propagates_and_ties_pick_first)
+{
+    double x[] = {1, NAN, 3, NAN};
+    const yt_dtype dts[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16};
+    for (int d = 0; d < 3; d++) {
+        yt_tensor *t = vec(x, 4, dts[d]);
+        cr_assert(isnan(one(yt_amax(t))));
+        cr_assert(isnan(one(yt_amin(t))));
+        cr_assert(isnan(one(yt_max(t))));
+        cr_assert(isnan(one(yt_min(t))));
+        cr_assert_eq(one(yt_argmax(t)), 1.0);
+        cr_assert_eq(one(yt_argmin(t)), 1.0);
+        yt_release(t);
+    }
+    /* long rows take the blocked path */
+    double *y = calloc(300, sizeof(double));
+    y[250] = NAN;
+    yt_tensor *t = vec(y, 300, YT_DTYPE_F32);
+    cr_assert(isnan(one(yt_amax(t))));
+    cr_assert(isnan(one(yt_amin(t))));
+    yt_release(t);
+    free(y);
+
+    double ties[] = {1, 3, 3, -2, -2};
+    t = vec(ties, 5, YT_DTYPE_I64);
+    cr_assert_eq(one(yt_argmax(t)), 1.0);
+    cr_assert_eq(one(yt_argmin(t)), 3.0);
+    cr_assert_eq(one(yt_amax(t)), 3.0);
+    cr_assert_eq(one(yt_amin(t)), -2.0);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(reduce, argmax_keepdim_and_dims)
+{
+    double x[] = {1, 5, 2, 7, 0, 3};
+    int64_t sizes[] = {2, 3};
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+    double v[3];
+    take(yt_argmax_ex(t, 1, false), v, 2);
+    expect_near(v, (double[]){1, 0}, 2, 0);
+    take(yt_argmax_ex(t, 0, false), v, 3);
+    expect_near(v, (double[]){1, 0, 1}, 3, 0);
+    yt_tensor *k = yt_argmax_ex(t, YT_NONE, true);
+    cr_assert_eq(yt_tensor_dim(k), 2);
+    cr_assert_eq(one(k), 3.0);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- prod, cumsum, all/any */
+
+Test(prod, gradient_with_zeros)
+{
+    double x[] = {2, 0, 3};
+    yt_tensor *t = vec(x, 3, YT_DTYPE_F64);
+    yt_set_requires_grad(t, true);
+    yt_tensor *p = yt_prod(t);
+    cr_assert_eq(yt_backward(p, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    double g[3];
+    take(yt_grad(t), g, 3);
+    expect_near(g, (double[]){0, 6, 0}, 3, 0);
+    yt_release(p);
+    yt_release(t);
+
+    double x2[] = {2, 0, 0};
+    t = vec(x2, 3, YT_DTYPE_F64);
+    yt_set_requires_grad(t, true);
+    p = yt_prod_dim_int(t, 0);
+    cr_assert_eq(yt_backward(p, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    take(yt_grad(t), g, 3);
+    expect_near(g, (double[]){0, 0, 0}, 3, 0);
+    yt_release(p);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(cumsum, values_and_dtype)
+{
+    double x[] = {1, 2, 3, 4, 5, 6};
+    int64_t sizes[] = {2, 3};
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_I32);
+    yt_tensor *c = yt_cumsum(t, 1);
+    cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_I64);
+    double v[6];
+    take(c, v, 6);
+    expect_near(v, (double[]){1, 3, 6, 4, 9, 15}, 6, 0);
+    take(yt_cumsum(t, 0), v, 6);
+    expect_near(v, (double[]){1, 2, 3, 5, 7, 9}, 6, 0);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(logical, all_any)
+{
+    double x[] = {1, 0, NAN, 0, 0, 2};
+    int64_t sizes[] = {2, 3};
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+    cr_assert_eq(one(yt_all(t)), 0.0);
+    cr_assert_eq(one(yt_any(t)), 1.0);
+    double v[3];
+    take(yt_all_dim(t, 0), v, 3);
+    expect_near(v, (double[]){0, 0, 1}, 3, 0); /* NaN is nonzero: true */
+    take(yt_any_dim(t, 1), v, 2);
+    expect_near(v, (double[]){1, 1}, 2, 0);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* ---------------------------------------------------------------- norm */
+
+Test(norm, orders_and_zero_gradient)
+{
+    double x[] = {3, -4};
+    yt_tensor *t = vec(x, 2, YT_DTYPE_F64);
+    cr_assert_float_eq(one(yt_linalg_vector_norm(t)), 5.0, 1e-12);
+    cr_assert_float_eq(one(yt_linalg_vector_norm_ex(t, yt_int(1), NULL, 0, false, YT_DTYPE_NONE)),
+                       7.0, 1e-12);
+    cr_assert_float_eq(
+        one(yt_linalg_vector_norm_ex(t, yt_float(INFINITY), NULL, 0, false, YT_DTYPE_NONE)), 4.0,
+        1e-12);
+    cr_assert_float_eq(one(yt_linalg_vector_norm_ex(t, yt_int(0), NULL, 0, false, YT_DTYPE_NONE)),
+                       2.0, 1e-12);
+    yt_release(t);
+    double z[] = {0, 0};
+    t = vec(z, 2, YT_DTYPE_F64);
+    yt_set_requires_grad(t, true);
+    yt_tensor *n = yt_linalg_vector_norm(t);
+    cr_assert_eq(yt_backward(n, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    double g[2];
+    take(yt_grad(t), g, 2);
+    expect_near(g, (double[]){0, 0}, 2, 0);
+    yt_release(n);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* f32 sums add in float registers over short runs (rows and columns) and in double beyond: the
+ * result stays within a few float ulps of the exact (f64) sum for long rows and columns. */
+Test(sum, f32_accuracy_both_layouts)
+{
+    int64_t sizes[] = {1000, 777};
+    int64_t n = sizes[0] * sizes[1];
+    double *x = malloc(sizeof(double) * (size_t)n);
+    uint64_t s = 3;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (double)(s >> 11) / 9007199254740992.0 + 0.5; /* [0.5, 1.5): no cancellation */
+    }
+    yt_tensor *t32 = make(x, sizes, 2, YT_DTYPE_F32);
+    yt_tensor *t64 = yt_to(t32, YT_DTYPE_F64);
+    double *got = malloc(sizeof(double) * 1000), *want = malloc(sizeof(double) * 1000);
+    for (int64_t d = 0; d < 2; d++) {
+        int64_t m = sizes[1 - d];
+        take(yt_sum_dim(t32, &d, 1), got, m);
+        take(yt_sum_dim(t64, &d, 1), want, m);
+        expect_near(got, want, m, 1e-6);
+    }
+    cr_assert_float_eq(one(yt_sum(t32)), one(yt_sum(t64)), 1e-6 * (double)n);
+    yt_release(t64);
+    yt_release(t32);
+    free(x);
+    free(got);
+    free(want);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* The backward of max.dim/min.dim puts each gradient at its index along dim, zeros elsewhere. */
+Test(reduce, value_selecting_reduction_backward)
+{
+    double g[] = {10, 20};
+    double idx[] = {2, 0};
+    yt_tensor *grad = vec(g, 2, YT_DTYPE_F64);
+    yt_tensor *indices = vec(idx, 2, YT_DTYPE_I64);
+    int64_t sizes[] = {2, 3};
+    double v[6];
+    take(yt_value_selecting_reduction_backward(grad, 1, indices, sizes, 2, false), v, 6);
+    expect_near(v, (double[]){0, 0, 10, 20, 0, 0}, 6, 0);
+    take(yt_value_selecting_reduction_backward(grad, 0, indices, (int64_t[]){3, 2}, 2, false), v,
+         6);
+    expect_near(v, (double[]){0, 20, 0, 0, 10, 0}, 6, 0);
+    yt_release(indices);
+    yt_release(grad);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* max.dim / min.dim: values and first indices, NaN winning, and the gradient at the index. */
+Test(reduce, max_dim_values_indices_gradient)
+{
+    double x[] = {1, 3, 3, NAN, 0, -1};
+    int64_t sizes[] = {2, 3};
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F64);
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_max_dim(t, 1, &values, &indices), YT_OK, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(indices), YT_DTYPE_I64);
+    double v[2], i[2];
+    take(values, v, 2);
+    take(indices, i, 2);
+    expect_near(v, (double[]){3, NAN}, 2, 0);
+    expect_near(i, (double[]){1, 0}, 2, 0);
+    cr_assert_eq(yt_min_dim(t, 1, &values, &indices), YT_OK, "%s", yt_errmsg());
+    take(values, v, 2);
+    take(indices, i, 2);
+    expect_near(v, (double[]){1, NAN}, 2, 0);
+    expect_near(i, (double[]){0, 0}, 2, 0);
+    yt_release(t);
+
+    double y[] = {1, 5, 2, 7, 0, 3};
+    t = make(y, sizes, 2, YT_DTYPE_F64);
+    yt_set_requires_grad(t, true);
+    cr_assert_eq(yt_max_dim(t, 0, &values, &indices), YT_OK, "%s", yt_errmsg());
+    yt_tensor *l = yt_sum(values);
+    cr_assert_eq(yt_backward(l, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    double g[6];
+    take(yt_grad(t), g, 6);
+    expect_near(g, (double[]){0, 1, 0, 1, 0, 1}, 6, 0);
+    yt_release(l);
+    yt_release(values);
+    yt_release(indices);
+    yt_release(t);
+
+    int64_t empty[] = {0, 3};
+    t = make(NULL, empty, 2, YT_DTYPE_F32);
+    cr_assert_neq(yt_max_dim(t, 0, &values, &indices), YT_OK);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "max: cannot reduce over a zero-size dimension");
+    cr_assert_null(values);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
