@@ -45,12 +45,14 @@ static yt_tensor *
 second_derivative_tanh(temps *ts, yt_tensor *x, yt_tensor *x2)
 {
     const double k = 0.7978845608028654, c = 0.044715;
-    yt_tensor *inner = keep(ts, yt_add_scalar(keep(ts, yt_mul_scalar(x2, yt_float(c))), yt_float(1.0)));
+    yt_tensor *inner =
+        keep(ts, yt_add_scalar(keep(ts, yt_mul_scalar(x2, yt_float(c))), yt_float(1.0)));
     yt_tensor *u = keep(ts, yt_mul_scalar(keep(ts, yt_mul(x, inner)), yt_float(k)));
     yt_tensor *t = keep(ts, yt_tanh(u));
     yt_tensor *sech2 = keep(ts, yt_rsub(keep(ts, yt_mul(t, t)), yt_float(1.0)));
     /* u' = k (1 + 3 c x^2); then u' - x t u'^2 + 3 k c x^2 */
-    yt_tensor *du = keep(ts, yt_add_scalar(keep(ts, yt_mul_scalar(x2, yt_float(3.0 * k * c))), yt_float(k)));
+    yt_tensor *du =
+        keep(ts, yt_add_scalar(keep(ts, yt_mul_scalar(x2, yt_float(3.0 * k * c))), yt_float(k)));
     yt_tensor *xt = keep(ts, yt_mul(x, t));
     yt_tensor *xt_du2 = keep(ts, yt_mul(keep(ts, yt_mul(xt, du)), du));
     yt_tensor *sum = keep(ts, yt_add_ex(keep(ts, yt_sub(du, xt_du2)), x2, yt_float(3.0 * k * c)));
@@ -64,7 +66,7 @@ yt__composite_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output,
     temps ts = {.n = 0};
     yt_tensor *x2 = keep(&ts, yt_mul(self, self));
     yt_tensor *g2 = strcmp(approximate, "tanh") == 0 ? second_derivative_tanh(&ts, self, x2)
-                                                      : second_derivative_erf(&ts, x2);
+                                                     : second_derivative_erf(&ts, x2);
     yt_tensor *scaled = keep(&ts, yt_mul(grad_output, g2));
     yt_tensor *result = yt_mul(grad_grad, scaled);
     release_all(&ts);
