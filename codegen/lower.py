@@ -1120,7 +1120,7 @@ class OpLowering:
             "scalars": [_ctx_init(a) for a in ctx_args], "loops": loops, "cases": cases, "n_in": len(tensors),
             "divisors": [{"name": d, "tensor": s.arg(d).kind == "tensor"} for d in expr.int_divisors()],
             "exponents": expr.int_exponents(),
-            "checked": [{"name": c, "optional": s.arg(c).optional} for c in expr.checked],
+            "checked": [{"name": c, "optional": s.arg(c).optional, "alpha": alpha} for c, alpha in expr.checked],
             "given": given,
         }
 

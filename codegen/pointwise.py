@@ -51,7 +51,9 @@ HELPER_SUFFIX = {"float": "f", "double": "d", "int8_t": "i8", "int16_t": "i16", 
 INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
 # checked(x): the Scalar x must convert to the loop's dtype without overflow (PyTorch's
 # Scalar::to<T>(), as in masked_fill, clamp and alpha); the kernel checks it once per call.
-SPECIAL = {"checked": 1, "dtype_max": 0, "dtype_lowest": 0}
+# checked_alpha(x) adds PyTorch's alpha_check: no float alpha for integral dtypes, no bool alpha
+# for non-bool ones.
+SPECIAL = {"checked": 1, "checked_alpha": 1, "dtype_max": 0, "dtype_lowest": 0}
 ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS, **SPECIAL}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
@@ -81,7 +83,7 @@ class PointwiseExpr:
             raise SpecError(self.loc, f"{op.schema.full_name}: pointwise expression: syntax error: {e.msg}") from None
         self.names = set()
         self.str_args = []  # str arguments the expression compares, in first-use order
-        self.checked = []  # scalars wrapped in checked()
+        self.checked = []  # (scalar, is alpha) wrapped in checked() / checked_alpha()
         self._validate(self.tree)
         self.used = set()  # names (and NAME_given flags) read by the last render()
 
@@ -139,12 +141,12 @@ class PointwiseExpr:
                 self._fail(f"unknown function '{ast.unparse(n.func)}'; known: {', '.join(ARITY)}")
             if len(n.args) != ARITY[n.func.id] or n.keywords:
                 self._fail(f"{n.func.id} takes {ARITY[n.func.id]} argument(s)")
-            if n.func.id == "checked":
+            if n.func.id in ("checked", "checked_alpha"):
                 a = s.arg(n.args[0].id) if isinstance(n.args[0], ast.Name) else None
                 if a is None or a.kind != "scalar":
-                    self._fail("checked() takes a Scalar argument")
-                if a.name not in self.checked:
-                    self.checked.append(a.name)
+                    self._fail(f"{n.func.id}() takes a Scalar argument")
+                if all(c[0] != a.name for c in self.checked):
+                    self.checked.append((a.name, n.func.id == "checked_alpha"))
             for x in n.args:
                 self._validate(x)
         else:
@@ -175,9 +177,13 @@ class PointwiseExpr:
     def _second_args(self, funcs) -> list:
         out = []
         for n in ast.walk(self.tree):
-            if (isinstance(n, ast.Call) and n.func.id in funcs and isinstance(n.args[1], ast.Name)
-                    and n.args[1].id not in out):
-                out.append(n.args[1].id)
+            if not (isinstance(n, ast.Call) and n.func.id in funcs):
+                continue
+            arg = n.args[1]
+            if isinstance(arg, ast.Call) and arg.func.id in ("checked", "checked_alpha"):
+                arg = arg.args[0]
+            if isinstance(arg, ast.Name) and arg.id not in out:
+                out.append(arg.id)
         return out
 
     def given_flags(self) -> list:
@@ -253,7 +259,7 @@ class PointwiseExpr:
                 j = " && " if isinstance(n.op, ast.And) else " || "
                 return "(" + j.join(r(v) for v in n.values) + ")"
             fn = n.func.id
-            if fn == "checked":
+            if fn in ("checked", "checked_alpha"):
                 return r(n.args[0])
             if fn in ("dtype_max", "dtype_lowest"):
                 return f"({ctype}){DTYPE_LIMITS[dtype][fn == 'dtype_lowest']}"

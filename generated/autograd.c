@@ -239,12 +239,13 @@ yt__record_sub_scalar(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:22:
- *   self: -grad
+ *   self: -grad * alpha
  */
 typedef struct rsub_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
+    yt_scalar alpha; /* used by: self */
 } rsub_node;
 
 static yt_status
@@ -253,7 +254,9 @@ rsub_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     rsub_node *node = (rsub_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_neg(grads[0]);
+        yt_tensor *t0 = yt_neg(grads[0]);
+        out[0] = yt_mul_scalar(t0, node->alpha);
+        yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -275,13 +278,14 @@ static const yt_node_kind rsub_node_kind = {
 };
 
 yt_status
-yt__record_rsub(yt_tensor *result, yt_tensor *self)
+yt__record_rsub(yt_tensor *result, yt_tensor *self, yt_scalar alpha)
 {
     rsub_node *node = (rsub_node *)yt__node_new(&rsub_node_kind, 1, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
+    node->alpha = alpha;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -2892,7 +2896,7 @@ sigmoid_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (node->base.needs_grad[0]) {
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
         yt_tensor *t0 = yt_mul(grads[0], result);
-        yt_tensor *t1 = yt_rsub(result, yt_int(1));
+        yt_tensor *t1 = yt_rsub_ex(result, yt_int(1), yt_int(1));
         out[0] = yt_mul(t0, t1);
         yt_release(t1);
         yt_release(t0);
@@ -2951,7 +2955,7 @@ tanh_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (node->base.needs_grad[0]) {
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
         yt_tensor *t0 = yt_mul(result, result);
-        yt_tensor *t1 = yt_rsub(t0, yt_int(1));
+        yt_tensor *t1 = yt_rsub_ex(t0, yt_int(1), yt_int(1));
         out[0] = yt_mul(grads[0], t1);
         yt_release(t1);
         yt_release(t0);
@@ -4299,7 +4303,7 @@ silu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
         yt_tensor *t0 = yt_sigmoid(self);
         yt_tensor *t1 = yt_mul(grads[0], t0);
         yt_tensor *t2 = yt_sigmoid(self);
-        yt_tensor *t3 = yt_rsub(t2, yt_int(1));
+        yt_tensor *t3 = yt_rsub_ex(t2, yt_int(1), yt_int(1));
         yt_tensor *t4 = yt_mul(self, t3);
         yt_tensor *t5 = yt_add_scalar_ex(t4, yt_int(1), yt_int(1));
         out[0] = yt_mul(t1, t5);

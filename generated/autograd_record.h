@@ -17,7 +17,7 @@ YT_INTERNAL yt_status yt__record_add_scalar(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                                      yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_sub_scalar(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_rsub(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_rsub(yt_tensor *result, yt_tensor *self, yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_status yt__record_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
 YT_INTERNAL yt_status yt__record_div(yt_tensor *result, yt_tensor *self, yt_tensor *other);

@@ -42,9 +42,11 @@ extern const yt__sub_scalar_kernel_fn yt__sub_scalar_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other,
                                          yt_scalar alpha);
 
-typedef yt_status (*yt__rsub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+typedef yt_status (*yt__rsub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                        yt_scalar alpha);
 extern const yt__rsub_kernel_fn yt__rsub_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other);
+YT_INTERNAL yt_status yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                   yt_scalar alpha);
 
 typedef yt_status (*yt__mul_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 extern const yt__mul_kernel_fn yt__mul_kernels[YT_DEVICE_COUNT];

@@ -25,7 +25,7 @@ typedef struct pointwise_scalar {
     bool given;
 } pointwise_scalar;
 
-/* ---- add: self + checked(alpha) * other   (ops.yaml:8) */
+/* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:8) */
 
 static void
 add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -498,7 +498,7 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
-    if (yt__pw_check_scalar("add", "alpha", alpha, self->dtype) != YT_OK)
+    if (yt__pw_check_alpha("add", "alpha", alpha, self->dtype) != YT_OK)
         return yt_errcode();
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
@@ -532,7 +532,7 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- add: self + checked(alpha) * other   (ops.yaml:17) */
+/* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:17) */
 
 static void
 add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -777,7 +777,7 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
-    if (yt__pw_check_scalar("add", "alpha", alpha, self->dtype) != YT_OK)
+    if (yt__pw_check_alpha("add", "alpha", alpha, self->dtype) != YT_OK)
         return yt_errcode();
     const pointwise_scalar scalars[2] = {
         {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
@@ -812,7 +812,7 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - checked(alpha) * other   (ops.yaml:25) */
+/* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:25) */
 
 static void
 sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -1239,7 +1239,7 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
-    if (yt__pw_check_scalar("sub", "alpha", alpha, self->dtype) != YT_OK)
+    if (yt__pw_check_alpha("sub", "alpha", alpha, self->dtype) != YT_OK)
         return yt_errcode();
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
@@ -1271,7 +1271,7 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - checked(alpha) * other   (ops.yaml:34) */
+/* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:34) */
 
 static void
 sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -1492,7 +1492,7 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
-    if (yt__pw_check_scalar("sub", "alpha", alpha, self->dtype) != YT_OK)
+    if (yt__pw_check_alpha("sub", "alpha", alpha, self->dtype) != YT_OK)
         return yt_errcode();
     const pointwise_scalar scalars[2] = {
         {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
@@ -1525,27 +1525,28 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- rsub: other - self   (ops.yaml:42) */
+/* ---- rsub: other - checked_alpha(alpha) * self   (ops.yaml:42) */
 
 static void
 rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t out_value = other - self;
+            const int32_t out_value = other - (alpha * self);
             out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t out_value = other - self;
+        const int32_t out_value = other - (alpha * self);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
@@ -1555,20 +1556,21 @@ rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
+    const int8_t alpha = (int8_t)scalars[1].i;
     int8_t *out = (int8_t *)data[0];
     const int8_t *self_p = (const int8_t *)data[1];
     if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t out_value = other - self;
+            const int8_t out_value = other - (alpha * self);
             out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t out_value = other - self;
+        const int8_t out_value = other - (alpha * self);
         *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
@@ -1578,20 +1580,21 @@ rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
+    const int16_t alpha = (int16_t)scalars[1].i;
     int16_t *out = (int16_t *)data[0];
     const int16_t *self_p = (const int16_t *)data[1];
     if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t out_value = other - self;
+            const int16_t out_value = other - (alpha * self);
             out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t out_value = other - self;
+        const int16_t out_value = other - (alpha * self);
         *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
@@ -1601,20 +1604,21 @@ rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[1].i;
     int32_t *out = (int32_t *)data[0];
     const int32_t *self_p = (const int32_t *)data[1];
     if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t out_value = other - self;
+            const int32_t out_value = other - (alpha * self);
             out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t out_value = other - self;
+        const int32_t out_value = other - (alpha * self);
         *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
@@ -1624,20 +1628,21 @@ rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
+    const int64_t alpha = (int64_t)scalars[1].i;
     int64_t *out = (int64_t *)data[0];
     const int64_t *self_p = (const int64_t *)data[1];
     if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t out_value = other - self;
+            const int64_t out_value = other - (alpha * self);
             out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t out_value = other - self;
+        const int64_t out_value = other - (alpha * self);
         *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
@@ -1647,20 +1652,21 @@ rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
@@ -1670,20 +1676,21 @@ rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
@@ -1693,20 +1700,21 @@ rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     float *out = (float *)data[0];
     const float *self_p = (const float *)data[1];
     if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
@@ -1716,29 +1724,33 @@ rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
     double *out = (double *)data[0];
     const double *self_p = (const double *)data[1];
     if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double out_value = other - self;
+            const double out_value = other - (alpha * self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double out_value = other - self;
+        const double out_value = other - (alpha * self);
         *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
 yt_status
-yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
+yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
-    const pointwise_scalar scalars[1] = {
+    if (yt__pw_check_alpha("rsub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
+    const pointwise_scalar scalars[2] = {
         {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -3081,7 +3093,7 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:93) */
+/* ---- pow: pow(self, checked(exponent))   (ops.yaml:93) */
 
 static void
 pow_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3293,6 +3305,8 @@ pow_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
+    if (yt__pw_check_scalar("pow", "exponent", exponent, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(exponent), yt__scalar_to_i64(exponent), true},
     };
@@ -8100,7 +8114,7 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:235) */
+/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:235) */
 
 static void
 addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8700,6 +8714,8 @@ yt_status
 yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
 {
+    if (yt__pw_check_scalar("addcmul", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
@@ -8730,7 +8746,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:249) */
+/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:249) */
 
 static void
 addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9000,6 +9016,8 @@ yt_status
 yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
 {
+    if (yt__pw_check_scalar("addcdiv", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };

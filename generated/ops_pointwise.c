@@ -796,15 +796,25 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
     return status;
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * from ops.yaml:42; backward from derivatives.yaml:22 */
 yt_tensor *
 yt_rsub(yt_tensor *self, yt_scalar other)
+{
+    return yt_rsub_ex(self, other, yt_int(1));
+}
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * from ops.yaml:42; backward from derivatives.yaml:22 */
+yt_tensor *
+yt_rsub_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
     if (self == NULL)
         return yt__null_arg("rsub", "self"); /* keeps an earlier error */
     if ((unsigned)other.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "rsub: other has an invalid scalar kind %d", (int)other.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "rsub: alpha has an invalid scalar kind %d", (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail(
             YT_ERR_DTYPE,
@@ -828,23 +838,31 @@ yt_rsub(yt_tensor *self, yt_scalar other)
         return NULL;
     }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_rsub(result, self) != YT_OK) {
+    if (recording && yt__record_rsub(result, self, alpha) != YT_OK) {
         yt_release(result);
         return NULL;
     }
     return yt__scope_track(result);
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * from ops.yaml:42; backward from derivatives.yaml:22 */
 yt_status
 yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    return yt_rsub_ex_out(out, self, other, yt_int(1));
+}
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * from ops.yaml:42; backward from derivatives.yaml:22 */
+yt_status
+yt_rsub_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
     if (out == NULL)
         return yt__null_status("rsub_out", "out"); /* keeps an earlier error */
@@ -853,6 +871,9 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
     if ((unsigned)other.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "rsub_out: other has an invalid scalar kind %d",
                                (int)other.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "rsub_out: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail_status(
             YT_ERR_DTYPE,
@@ -886,7 +907,7 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
     }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)

@@ -31,8 +31,9 @@ static const op_info registry[] = {
         .doc = "Subtracts the number `other`, scaled by `alpha`, from every element of `self`.",
     },
     {
-        .schema = "rsub.Scalar(Tensor self, Scalar other) -> Tensor",
-        .doc = "The number `other` minus each element of `self` (reversed subtraction).",
+        .schema = "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+        .doc =
+            "The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).",
     },
     {
         .schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",

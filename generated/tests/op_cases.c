@@ -528,14 +528,14 @@ static yt_tensor *
 call_rsub_55(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
+    return yt_rsub_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
 out_rsub_56(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_rsub_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -546,14 +546,14 @@ static yt_tensor *
 call_rsub_57(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
+    return yt_rsub_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
 out_rsub_58(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_rsub_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -564,14 +564,14 @@ static yt_tensor *
 call_rsub_59(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
+    return yt_rsub_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
 out_rsub_60(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_rsub_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -582,14 +582,14 @@ static yt_tensor *
 call_rsub_61(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
+    return yt_rsub_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
 out_rsub_62(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_rsub_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -600,7 +600,7 @@ static yt_tensor *
 error_rsub_63(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
+    return yt_rsub_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *

@@ -128,25 +128,29 @@ def case_17(self):
 def case_18(self):
     """rsub.Scalar (ops.yaml:42 sample 0)"""
     other = 1.5
-    return torch.ops.aten.rsub(self, other)
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
 
 
 def case_19(self):
     """rsub.Scalar (ops.yaml:42 sample 1)"""
     other = 1.5
-    return torch.ops.aten.rsub(self, other)
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
 
 
 def case_20(self):
     """rsub.Scalar (ops.yaml:42 sample 2)"""
     other = 1.5
-    return torch.ops.aten.rsub(self, other)
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
 
 
 def case_21(self):
     """rsub.Scalar (ops.yaml:42 sample 3)"""
     other = 1.5
-    return torch.ops.aten.rsub(self, other)
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
 
 
 def case_22(self, other):

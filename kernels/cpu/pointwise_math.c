@@ -110,6 +110,20 @@ yt__pw_check_scalar(const char *op, const char *name, yt_scalar s, yt_dtype dtyp
                            op, name, (long long)s.v.i, yt_dtype_name(dtype));
 }
 
+yt_status
+yt__pw_check_alpha(const char *op, const char *name, yt_scalar s, yt_dtype dtype)
+{
+    if (s.kind == YT_SCALAR_BOOL && dtype != YT_DTYPE_BOOL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: a bool %s is only supported for bool results, got %s", op, name,
+                               yt_dtype_name(dtype));
+    if (s.kind == YT_SCALAR_FLOAT && !yt_dtype_is_floating(dtype))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: %s=%g must not be a float for integral inputs (dtype %s)", op,
+                               name, s.v.f, yt_dtype_name(dtype));
+    return yt__pw_check_scalar(op, name, s, dtype);
+}
+
 /* result_dtype rules of pointwise ops (ops.yaml), declared in internal.h. */
 
 yt_dtype

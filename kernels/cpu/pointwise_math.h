@@ -175,6 +175,11 @@ yt__pw_sign_b(bool a)
 YT_INTERNAL yt_status yt__pw_check_scalar(const char *op, const char *name, yt_scalar s,
                                           yt_dtype dtype);
 
+/* yt__pw_check_scalar plus PyTorch's alpha_check: a float alpha only for floating dtypes, a
+ * bool alpha only for bool. */
+YT_INTERNAL yt_status yt__pw_check_alpha(const char *op, const char *name, yt_scalar s,
+                                         yt_dtype dtype);
+
 /* True when any element of the integral tensor `t` is 0 (the divisor check of integer
  * division and remainder). */
 YT_INTERNAL bool yt__pw_has_zero(yt_tensor *t);

@@ -145,7 +145,7 @@ def test_an_optional_argument_is_tested_with_a_loop_flag():
                                    "  promote: [self, min, max]\n"))
     assert e.render("f32") == "(!min_given) ? self : yt__pw_maximum_f(self, min)"
     assert e.used == {"self", "min", "min_given"}
-    assert e.given_flags() == ["min"] and e.checked == ["min"]
+    assert e.given_flags() == ["min"] and e.checked == [("min", False)]
 
 
 def test_each_str_choice_gets_its_own_loop_variant():

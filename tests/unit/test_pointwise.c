@@ -202,6 +202,17 @@ Test(pointwise, scalars_must_fit_the_dtype)
     cr_assert_null(yt_add_ex(i8, i8, yt_int(300)));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha=300 cannot be converted to i8");
     expect(yt_masked_fill(i8, mask, yt_float(-1.5)), (double[]){-1, 2, -1}, 3, "i8 -1.5");
+    cr_assert_null(yt_pow(i8, yt_int(200)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pow: exponent=200 cannot be converted to i8");
+    /* PyTorch's alpha_check: no float alpha for integers, no bool alpha but for bools */
+    cr_assert_null(yt_add_ex(i8, i8, yt_float(1.5)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha=1.5 must not be a float for integral inputs");
+    cr_assert_null(yt_sub_ex(i8, i8, yt_bool(true)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "sub: a bool alpha is only supported for bool results");
+    cr_assert_null(yt_rsub_ex(i8, yt_int(2), yt_int(300)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "rsub: alpha=300 cannot be converted to i8");
+    expect(yt_rsub_ex(i8, yt_int(2), yt_int(3)), (double[]){-1, -4, -7}, 3, "rsub alpha");
+    expect(yt_add_ex(mask, mask, yt_bool(true)), (double[]){1, 0, 1}, 3, "bool alpha for bools");
     yt_tensor *f16 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_F16);
     cr_assert_null(yt_masked_fill(f16, mask, yt_float(65519)));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=65519 cannot be converted to f16");

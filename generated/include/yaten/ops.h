@@ -205,18 +205,33 @@ YT_API yt_status yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 
 /* ---- rsub.Scalar (ops.yaml:42) */
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
- * The number `other` minus each element of `self` (reversed subtraction).
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Uses the defaults alpha=1; yt_rsub_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rsub(yt_tensor *self, yt_scalar other);
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
- * The number `other` minus each element of `self` (reversed subtraction).
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rsub_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha);
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Uses the defaults alpha=1; yt_rsub_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsub_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha);
 
 /* ---- mul.Tensor (ops.yaml:50) */
 
