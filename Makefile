@@ -3,7 +3,8 @@
 #
 #   make            library (static + shared), yaten.pc, examples
 #   make demo       the main job (see README)
-#   make test       everything CI checks: generated/ up to date, codegen tests, C tests, ASan+UBSan
+#   make test       everything CI checks: generated/ up to date, codegen tests, C tests, differential
+#                   tests against PyTorch, examples, and the C and differential tests under ASan+UBSan
 #   make bench      benchmarks (never part of test)
 #   make install PREFIX=/usr/local DESTDIR=
 
@@ -174,7 +175,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit
+	  test-unit test-diff
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
@@ -183,6 +184,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/pointwise.sh $(BUILD)
 	$(Q)bench/reduce.sh $(BUILD)
+	$(Q)bench/conv.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

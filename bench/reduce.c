@@ -68,6 +68,37 @@ softmax_bwd(yt_tensor *x, yt_tensor *y)
     return yt_softmax_backward_data(x, y, 1);
 }
 
+static yt_tensor *
+logsumexp_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 1;
+    return yt_logsumexp(x, &d, 1);
+}
+
+static yt_tensor *
+var_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 1;
+    return yt_var_ex(x, &d, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+var_first(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 0;
+    return yt_var_ex(x, &d, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+norm2_all(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_linalg_vector_norm(x);
+}
+
 static double
 now(void)
 {
@@ -121,6 +152,10 @@ main(void)
     bench("log_softmax_4096x1024", log_softmax_last, 4096, 1024);
     bench("softmax_dim0_1024x4096", softmax_first, 1024, 4096);
     bench("softmax_bwd_4096x1024", softmax_bwd, 4096, 1024);
+    bench("logsumexp_4096x1024_dim1", logsumexp_last, 4096, 1024);
+    bench("var_4096x4096_dim1", var_last, 4096, 4096);
+    bench("var_4096x4096_dim0", var_first, 4096, 4096);
+    bench("norm2_4096x4096", norm2_all, 4096, 4096);
     if (yt_live_tensors() != 0)
         fprintf(stderr, "reduce bench: %lld tensors leaked\n", (long long)yt_live_tensors());
     return 0;

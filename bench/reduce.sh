@@ -3,10 +3,10 @@
 # API, so its times include ~5-10 us of Python dispatch per call: small cases favour yaten). Runs
 # the two interleaved, three rounds each, at 1 and 2 threads, and prints the best time of each
 # case with the ratio torch / yaten (>= 1 means yaten is as fast or faster).
-# Usage: bench/reduce.sh BUILD_DIR
+# Usage: [THREADS="1 2"] bench/reduce.sh BUILD_DIR
 set -eu
 build=${1:-build}
-for threads in 1 2; do
+for threads in ${THREADS:-1 2}; do
     out=$(mktemp)
     for round in 1 2 3; do
         OMP_NUM_THREADS=$threads "$build/bench/reduce" | sed 's/^/yaten /' >>"$out"

@@ -20,6 +20,10 @@ CASES = [
     ("softmax_dim0_1024x4096", lambda x, y: torch.softmax(x, 0), 1024, 4096),
     ("softmax_bwd_4096x1024",
      lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 4096, 1024),
+    ("logsumexp_4096x1024_dim1", lambda x, y: torch.logsumexp(x, 1), 4096, 1024),
+    ("var_4096x4096_dim1", lambda x, y: torch.var(x, 1), 4096, 4096),
+    ("var_4096x4096_dim0", lambda x, y: torch.var(x, 0), 4096, 4096),
+    ("norm2_4096x4096", lambda x, y: torch.linalg.vector_norm(x), 4096, 4096),
 ]
 
 with torch.no_grad():

@@ -57,7 +57,8 @@ def default_samples(op: Op) -> list[dict]:
 def _tensor_spec(name, spec, optional=False):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
-            "transpose": bool(spec.get("transpose")), "optional": optional}
+            "transpose": bool(spec.get("transpose")), "high": int(spec.get("high", 0)),
+            "optional": optional}
 
 
 class CaseBuilder:
@@ -212,11 +213,11 @@ class CaseBuilder:
                 "    if (n < 0)",
                 "        return NULL;",
                 "    yt_tensor *total = yt_sum(first);",
-                "    yt_tensor *acc = yt_mul_scalar(total, yt_float(0.0));",
+                "    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));",
                 "    yt_release(total);",
                 "    for (int64_t i = 0; i < n; i++) {",
                 "        yt_tensor *sum = yt_sum(pieces[i]);",
-                "        yt_tensor *term = yt_mul_scalar(sum, yt_float((double)(i + 1)));",
+                "        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));",
                 "        yt_tensor *next = yt_add(acc, term);",
                 "        yt_release(sum);",
                 "        yt_release(term);",
@@ -370,7 +371,7 @@ def _specs(op: Op, sample: dict) -> list:
         if a.kind == "tensor" and sample.get(a.name) is not None:
             out.append(_tensor_spec(a.name, sample[a.name], a.optional))
         elif a.kind == "tensorlist":
-            out += [_tensor_spec(a.name, x, False) for x in sample.get(a.name) or [] if x is not None]
+            out += [_tensor_spec(a.name, x, a.elem_optional) for x in sample.get(a.name) or [] if x is not None]
     return out
 
 

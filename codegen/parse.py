@@ -526,9 +526,13 @@ def _tensor_sample(val, loc: Loc, fn: str, k: str) -> dict:
     spec = {"shape": val} if isinstance(val, list) else val
     if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
             not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
-            set(spec) - {"shape", "dtype", "transpose"}:
+            set(spec) - {"shape", "dtype", "transpose", "high"}:
         raise SpecError(loc, f"{fn}: tensor sample '{k}' must be a size list or "
                         "{shape: [...], dtype: NAME, transpose: BOOL}")
+    if "high" in spec and (not isinstance(spec["high"], int) or spec["high"] < 1
+                           or spec.get("dtype", "f64") not in ("i64", "i32", "u8", "i8", "i16")):
+        raise SpecError(loc, f"{fn}: 'high' (values drawn from [0, high)) needs an integer "
+                        "dtype and an int >= 1")
     if spec.get("dtype", "f64") not in DTYPES:
         raise SpecError(loc, f"{fn}: unknown dtype '{spec.get('dtype')}' in sample")
     if spec.get("transpose") and len(spec["shape"]) < 2:

@@ -5550,6 +5550,211 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
     return status;
 }
 
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:423:
+ *   self: logsumexp_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct logsumexp_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} logsumexp_node;
+
+static yt_status
+logsumexp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_logsumexp_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                       node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+logsumexp_release_saved(yt_node *node_)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind logsumexp_node_kind = {
+    .name = "LogsumexpBackward",
+    .op_name = "logsumexp",
+    .size = sizeof(logsumexp_node),
+    .backward = logsumexp_backward,
+    .release_saved = logsumexp_release_saved,
+};
+
+yt_status
+yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+                     bool keepdim)
+{
+    logsumexp_node *node = (logsumexp_node *)yt__node_new(&logsumexp_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:426:
+ *   self: var_backward(grad, self, dim, correction, keepdim)
+ */
+typedef struct var_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} var_node;
+
+static yt_status
+var_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    var_node *node = (var_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_var_backward(grads[0], self, node->dim.v, node->dim.len, node->correction,
+                                 node->keepdim);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+var_release_saved(yt_node *node_)
+{
+    var_node *node = (var_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind var_node_kind = {
+    .name = "VarBackward",
+    .op_name = "var",
+    .size = sizeof(var_node),
+    .backward = var_backward,
+    .release_saved = var_release_saved,
+};
+
+yt_status
+yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    var_node *node = (var_node *)yt__node_new(&var_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:429:
+ *   self: std_backward(grad, self, result, dim, correction, keepdim)
+ */
+typedef struct std_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_saved result;    /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} std_node;
+
+static yt_status
+std_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    std_node *node = (std_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_std_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                 node->correction, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+std_release_saved(yt_node *node_)
+{
+    std_node *node = (std_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind std_node_kind = {
+    .name = "StdBackward",
+    .op_name = "std",
+    .size = sizeof(std_node),
+    .backward = std_backward,
+    .release_saved = std_release_saved,
+};
+
+yt_status
+yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    std_node *node = (std_node *)yt__node_new(&std_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * backward, from derivatives.yaml:420:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
@@ -5696,7 +5901,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:426:
+ * backward, from derivatives.yaml:435:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -5769,7 +5974,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:430:
+ * backward, from derivatives.yaml:439:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -5863,7 +6068,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:435:
+ * backward, from derivatives.yaml:444:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -6483,8 +6688,1927 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
-/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+/* flip(Tensor self, int[] dims) -> Tensor
+ * backward, from derivatives.yaml:452:
+ *   self: flip(grad, dims)
+ */
+typedef struct flip_node {
+    yt_node base;     /* must be first */
+    yt_int_list dims; /* used by: self */
+} flip_node;
+
+static yt_status
+flip_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    flip_node *node = (flip_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_flip(grads[0], node->dims.v, node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+flip_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind flip_node_kind = {
+    .name = "FlipBackward",
+    .op_name = "flip",
+    .size = sizeof(flip_node),
+    .backward = flip_backward,
+    .release_saved = flip_release_saved,
+};
+
+yt_status
+yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    flip_node *node = (flip_node *)yt__node_new(&flip_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * backward, from derivatives.yaml:455:
+ *   self: roll_backward(grad, shifts, dims)
+ */
+typedef struct roll_node {
+    yt_node base;       /* must be first */
+    yt_int_list shifts; /* used by: self */
+    yt_int_list dims;   /* used by: self */
+} roll_node;
+
+static yt_status
+roll_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    roll_node *node = (roll_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_roll_backward(grads[0], node->shifts.v, node->shifts.len, node->dims.v,
+                                  node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+roll_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind roll_node_kind = {
+    .name = "RollBackward",
+    .op_name = "roll",
+    .size = sizeof(roll_node),
+    .backward = roll_backward,
+    .release_saved = roll_release_saved,
+};
+
+yt_status
+yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int shifts_len,
+                const int64_t *dims, int dims_len)
+{
+    roll_node *node = (roll_node *)yt__node_new(&roll_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->shifts.len = shifts_len;
+    for (int i = 0; i < shifts_len; i++)
+        node->shifts.v[i] = shifts[i];
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:458:
+ *   self: tril(grad, diagonal)
+ */
+typedef struct tril_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} tril_node;
+
+static yt_status
+tril_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    tril_node *node = (tril_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_tril_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+tril_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind tril_node_kind = {
+    .name = "TrilBackward",
+    .op_name = "tril",
+    .size = sizeof(tril_node),
+    .backward = tril_backward,
+    .release_saved = tril_release_saved,
+};
+
+yt_status
+yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    tril_node *node = (tril_node *)yt__node_new(&tril_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:461:
+ *   self: triu(grad, diagonal)
+ */
+typedef struct triu_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} triu_node;
+
+static yt_status
+triu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    triu_node *node = (triu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_triu_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+triu_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind triu_node_kind = {
+    .name = "TriuBackward",
+    .op_name = "triu",
+    .size = sizeof(triu_node),
+    .backward = triu_backward,
+    .release_saved = triu_release_saved,
+};
+
+yt_status
+yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    triu_node *node = (triu_node *)yt__node_new(&triu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * backward, from derivatives.yaml:464:
+ *   tensors: cat_backward(grad, dim, tensors)
+ */
+typedef struct cat_node {
+    yt_node base;      /* must be first */
+    int tensors_len;   /* elements of tensors: inputs 0.. of the node */
+    int64_t dim;       /* used by: tensors */
+    yt_saved *tensors; /* [tensors_len]; used by: tensors */
+} cat_node;
+
+static yt_status
+cat_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cat_node *node = (cat_node *)node_;
+
+    if (yt__needs_any_grad(&node->base, 0, node->tensors_len)) {
+        yt_tensor **tensors =
+            yt__saved_list_unpack(node->tensors, node->tensors_len, &node->base, "tensors");
+        int64_t n_grads = yt_cat_backward(grads[0], node->dim, tensors, node->tensors_len, out + 0,
+                                          node->tensors_len);
+        yt__release_list(tensors, node->tensors_len);
+        if (n_grads != node->tensors_len)
+            return n_grads < 0
+                       ? yt__last_status()
+                       : yt__fail_status(
+                             YT_ERR_INTERNAL,
+                             "cat: the formula for tensors gave %lld gradients for %d tensors",
+                             (long long)n_grads, node->tensors_len);
+    }
+    return YT_OK;
+}
+
+static void
+cat_release_saved(yt_node *node_)
+{
+    cat_node *node = (cat_node *)node_;
+    yt__saved_list_release(&node->tensors, node->tensors_len);
+}
+
+static const yt_node_kind cat_node_kind = {
+    .name = "CatBackward",
+    .op_name = "cat",
+    .size = sizeof(cat_node),
+    .backward = cat_backward,
+    .release_saved = cat_release_saved,
+};
+
+yt_status
+yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    cat_node *node = (cat_node *)yt__node_new(&cat_node_kind, 0 + tensors_len, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    node->tensors_len = tensors_len;
+    for (int i = 0; i < tensors_len; i++)
+        yt__node_set_edge(&node->base, 0 + i, tensors[i]);
+    node->dim = dim;
+    if (status == YT_OK && (yt__needs_any_grad(&node->base, 0, tensors_len)))
+        status = yt__saved_list_init(&node->tensors, tensors, tensors_len);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * backward, from derivatives.yaml:470:
+ *   self: index_select_backward(grad, self.shape, dim, index)
+ */
+typedef struct index_select_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} index_select_node;
+
+static yt_status
+index_select_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_select_node *node = (index_select_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_index_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                          node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_select_release_saved(yt_node *node_)
+{
+    index_select_node *node = (index_select_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_select_node_kind = {
+    .name = "IndexSelectBackward",
+    .op_name = "index_select",
+    .size = sizeof(index_select_node),
+    .backward = index_select_backward,
+    .release_saved = index_select_release_saved,
+};
+
+yt_status
+yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    index_select_node *node = (index_select_node *)yt__node_new(&index_select_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:473:
+ *   self: grad
+ *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
+ */
+typedef struct index_add_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: source */
+    yt_saved index;        /* used by: source */
+    yt_scalar alpha;       /* used by: source */
+    yt_shape source_shape; /* used by: source */
+} index_add_node;
+
+static yt_status
+index_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_add_node *node = (index_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->alpha);
+        out[2] = yt_reshape(t1, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_add_release_saved(yt_node *node_)
+{
+    index_add_node *node = (index_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_add_node_kind = {
+    .name = "IndexAddBackward",
+    .op_name = "index_add",
+    .size = sizeof(index_add_node),
+    .backward = index_add_backward,
+    .release_saved = index_add_release_saved,
+};
+
+yt_status
+yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                     yt_tensor *source, yt_scalar alpha)
+{
+    index_add_node *node = (index_add_node *)yt__node_new(&index_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    node->alpha = alpha;
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * backward, from derivatives.yaml:477:
+ *   self: index_copy(grad, dim, index, zeros_like(source))
+ *   source: reshape(index_select(grad, dim, index), source.shape)
+ */
+typedef struct index_copy_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: self, source */
+    yt_saved index;        /* used by: self, source */
+    yt_saved source;       /* used by: self */
+    yt_shape source_shape; /* used by: source */
+} index_copy_node;
+
+static yt_status
+index_copy_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *source = yt__saved_unpack(&node->source, &node->base, "source");
+        yt_tensor *t0 = yt_zeros_like(source);
+        out[0] = yt_index_copy(grads[0], node->dim, index, t0);
+        yt_release(t0);
+        yt_release(source);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        out[2] = yt_reshape(t0, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_copy_release_saved(yt_node *node_)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+    yt__saved_release(&node->index);
+    yt__saved_release(&node->source);
+}
+
+static const yt_node_kind index_copy_node_kind = {
+    .name = "IndexCopyBackward",
+    .op_name = "index_copy",
+    .size = sizeof(index_copy_node),
+    .backward = index_copy_backward,
+    .release_saved = index_copy_release_saved,
+};
+
+yt_status
+yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                      yt_tensor *source)
+{
+    index_copy_node *node = (index_copy_node *)yt__node_new(&index_copy_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->source, source, false, 0);
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * backward, from derivatives.yaml:481:
+ *   self: gather_backward(grad, self.shape, dim, index)
+ */
+typedef struct gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} gather_node;
+
+static yt_status
+gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gather_node *node = (gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gather_release_saved(yt_node *node_)
+{
+    gather_node *node = (gather_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind gather_node_kind = {
+    .name = "GatherBackward",
+    .op_name = "gather",
+    .size = sizeof(gather_node),
+    .backward = gather_backward,
+    .release_saved = gather_release_saved,
+};
+
+yt_status
+yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    gather_node *node = (gather_node *)yt__node_new(&gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:484:
+ *   self: scatter(grad, dim, index, 0)
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_node {
+    yt_node base;       /* must be first */
+    int64_t dim;        /* used by: self, src */
+    yt_saved index;     /* used by: self, src */
+    yt_shape src_shape; /* used by: src */
+} scatter_node;
+
+static yt_status
+scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_node *node = (scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_release_saved(yt_node *node_)
+{
+    scatter_node *node = (scatter_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_node_kind = {
+    .name = "ScatterBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_node),
+    .backward = scatter_backward,
+    .release_saved = scatter_release_saved,
+};
+
+yt_status
+yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                   yt_tensor *src)
+{
+    scatter_node *node = (scatter_node *)yt__node_new(&scatter_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    yt__shape_of(&node->src_shape, src);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:488:
+ *   self: scatter(grad, dim, index, 0)
+ */
+typedef struct scatter_value_node {
+    yt_node base;   /* must be first */
+    int64_t dim;    /* used by: self */
+    yt_saved index; /* used by: self */
+} scatter_value_node;
+
+static yt_status
+scatter_value_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_value_release_saved(yt_node *node_)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_value_node_kind = {
+    .name = "ScatterValueBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_value_node),
+    .backward = scatter_value_backward,
+    .release_saved = scatter_value_release_saved,
+};
+
+yt_status
+yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    scatter_value_node *node = (scatter_value_node *)yt__node_new(&scatter_value_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:491:
+ *   self: grad
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_add_node {
+    yt_node base;       /* must be first */
+    yt_shape src_shape; /* used by: src */
+    int64_t dim;        /* used by: src */
+    yt_saved index;     /* used by: src */
+} scatter_add_node;
+
+static yt_status
+scatter_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_add_release_saved(yt_node *node_)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_add_node_kind = {
+    .name = "ScatterAddBackward",
+    .op_name = "scatter_add",
+    .size = sizeof(scatter_add_node),
+    .backward = scatter_add_backward,
+    .release_saved = scatter_add_release_saved,
+};
+
+yt_status
+yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                       yt_tensor *src)
+{
+    scatter_add_node *node = (scatter_add_node *)yt__node_new(&scatter_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    yt__shape_of(&node->src_shape, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * backward, from derivatives.yaml:495:
+ *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: weight */
+    yt_shape weight_shape;   /* used by: weight */
+    int64_t padding_idx;     /* used by: weight */
+    bool scale_grad_by_freq; /* used by: weight */
+} embedding_node;
+
+static yt_status
+embedding_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_node *node = (embedding_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_weight_backward(grads[0], indices, node->weight_shape.sizes,
+                                              node->weight_shape.dim, node->padding_idx,
+                                              node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_release_saved(yt_node *node_)
+{
+    embedding_node *node = (embedding_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_node_kind = {
+    .name = "EmbeddingBackward",
+    .op_name = "embedding",
+    .size = sizeof(embedding_node),
+    .backward = embedding_backward,
+    .release_saved = embedding_release_saved,
+};
+
+yt_status
+yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                     bool scale_grad_by_freq)
+{
+    embedding_node *node = (embedding_node *)yt__node_new(&embedding_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * backward, from derivatives.yaml:498:
+ *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_dense_backward_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: grad_output */
+    int64_t padding_idx;     /* used by: grad_output */
+    bool scale_grad_by_freq; /* used by: grad_output */
+} embedding_dense_backward_node;
+
+static yt_status
+embedding_dense_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_dense_double_backward(grads[0], indices, node->padding_idx,
+                                                    node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_dense_backward_release_saved(yt_node *node_)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_dense_backward_node_kind = {
+    .name = "EmbeddingDenseBackwardBackward",
+    .op_name = "embedding_dense_backward",
+    .size = sizeof(embedding_dense_backward_node),
+    .backward = embedding_dense_backward_backward,
+    .release_saved = embedding_dense_backward_release_saved,
+};
+
+yt_status
+yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *indices,
+                                    int64_t padding_idx, bool scale_grad_by_freq)
+{
+    embedding_dense_backward_node *node =
+        (embedding_dense_backward_node *)yt__node_new(&embedding_dense_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:504:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_node;
+
+static yt_status
+sort_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_node *node = (sort_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_release_saved(yt_node *node_)
+{
+    sort_node *node = (sort_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_node_kind = {
+    .name = "SortBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_node),
+    .backward = sort_backward,
+    .release_saved = sort_release_saved,
+};
+
+yt_status
+yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_node *node = (sort_node *)yt__node_new(&sort_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:508:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_stable_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_stable_node;
+
+static yt_status
+sort_stable_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_stable_release_saved(yt_node *node_)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_stable_node_kind = {
+    .name = "SortStableBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_stable_node),
+    .backward = sort_stable_backward,
+    .release_saved = sort_stable_release_saved,
+};
+
+yt_status
+yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_stable_node *node = (sort_stable_node *)yt__node_new(&sort_stable_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:512:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct topk_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} topk_node;
+
+static yt_status
+topk_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    topk_node *node = (topk_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+topk_release_saved(yt_node *node_)
+{
+    topk_node *node = (topk_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind topk_node_kind = {
+    .name = "TopkBackward",
+    .op_name = "topk",
+    .size = sizeof(topk_node),
+    .backward = topk_backward,
+    .release_saved = topk_release_saved,
+};
+
+yt_status
+yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    topk_node *node = (topk_node *)yt__node_new(&topk_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * backward, from derivatives.yaml:519:
+ *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ */
+typedef struct avg_pool2d_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_int_list kernel_size;  /* used by: self */
+    yt_int_list stride;       /* used by: self */
+    yt_int_list padding;      /* used by: self */
+    bool ceil_mode;           /* used by: self */
+    bool count_include_pad;   /* used by: self */
+    int64_t divisor_override; /* used by: self */
+} avg_pool2d_node;
+
+static yt_status
+avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_avg_pool2d_backward(grads[0], self, node->kernel_size.v, node->kernel_size.len,
+                                        node->stride.v, node->stride.len, node->padding.v,
+                                        node->padding.len, node->ceil_mode, node->count_include_pad,
+                                        node->divisor_override);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_release_saved(yt_node *node_)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind avg_pool2d_node_kind = {
+    .name = "AvgPool2dBackward",
+    .op_name = "avg_pool2d",
+    .size = sizeof(avg_pool2d_node),
+    .backward = avg_pool2d_backward,
+    .release_saved = avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_size,
+                      int kernel_size_len, const int64_t *stride, int stride_len,
+                      const int64_t *padding, int padding_len, bool ceil_mode,
+                      bool count_include_pad, int64_t divisor_override)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)yt__node_new(&avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:522:
+ *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
+ */
+typedef struct adaptive_avg_pool2d_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list output_size; /* used by: self */
+} adaptive_avg_pool2d_node;
+
+static yt_status
+adaptive_avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_adaptive_avg_pool2d_backward(grads[0], self, node->output_size.v,
+                                                 node->output_size.len);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_release_saved(yt_node *node_)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind adaptive_avg_pool2d_node_kind = {
+    .name = "AdaptiveAvgPool2dBackward",
+    .op_name = "adaptive_avg_pool2d",
+    .size = sizeof(adaptive_avg_pool2d_node),
+    .backward = adaptive_avg_pool2d_backward,
+    .release_saved = adaptive_avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *output_size,
+                               int output_size_len)
+{
+    adaptive_avg_pool2d_node *node =
+        (adaptive_avg_pool2d_node *)yt__node_new(&adaptive_avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * backward, from derivatives.yaml:525:
+ *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct avg_pool2d_backward_node {
+    yt_node base;             /* must be first */
+    yt_int_list kernel_size;  /* used by: grad_output */
+    yt_int_list stride;       /* used by: grad_output */
+    yt_int_list padding;      /* used by: grad_output */
+    bool ceil_mode;           /* used by: grad_output */
+    bool count_include_pad;   /* used by: grad_output */
+    int64_t divisor_override; /* used by: grad_output */
+    yt_shape self_shape;      /* used by: self */
+    yt_dtype self_dtype;      /* used by: self */
+} avg_pool2d_backward_node;
+
+static yt_status
+avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_backward_node *node = (avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] =
+            yt_avg_pool2d_ex(grads[0], node->kernel_size.v, node->kernel_size.len, node->stride.v,
+                             node->stride.len, node->padding.v, node->padding.len, node->ceil_mode,
+                             node->count_include_pad, node->divisor_override);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind avg_pool2d_backward_node_kind = {
+    .name = "AvgPool2dBackwardBackward",
+    .op_name = "avg_pool2d_backward",
+    .size = sizeof(avg_pool2d_backward_node),
+    .backward = avg_pool2d_backward_backward,
+    .release_saved = avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               const int64_t *kernel_size, int kernel_size_len,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, bool ceil_mode, bool count_include_pad,
+                               int64_t divisor_override)
+{
+    avg_pool2d_backward_node *node =
+        (avg_pool2d_backward_node *)yt__node_new(&avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:529:
+ *   grad_output: adaptive_avg_pool2d(grad, output_size)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct adaptive_avg_pool2d_backward_node {
+    yt_node base;            /* must be first */
+    yt_int_list output_size; /* used by: grad_output */
+    yt_shape self_shape;     /* used by: self */
+    yt_dtype self_dtype;     /* used by: self */
+} adaptive_avg_pool2d_backward_node;
+
+static yt_status
+adaptive_avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_adaptive_avg_pool2d(grads[0], node->output_size.v, node->output_size.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind adaptive_avg_pool2d_backward_node_kind = {
+    .name = "AdaptiveAvgPool2dBackwardBackward",
+    .op_name = "adaptive_avg_pool2d_backward",
+    .size = sizeof(adaptive_avg_pool2d_backward_node),
+    .backward = adaptive_avg_pool2d_backward_backward,
+    .release_saved = adaptive_avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                        const int64_t *output_size, int output_size_len)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)yt__node_new(
+        &adaptive_avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:533:
+ *   grad_output: max_pool2d_index_gather(grad, indices)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct max_pool2d_with_indices_backward_node {
+    yt_node base;        /* must be first */
+    yt_saved indices;    /* used by: grad_output */
+    yt_shape self_shape; /* used by: self */
+    yt_dtype self_dtype; /* used by: self */
+} max_pool2d_with_indices_backward_node;
+
+static yt_status
+max_pool2d_with_indices_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_backward_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_backward_node_kind = {
+    .name = "MaxPool2dWithIndicesBackwardBackward",
+    .op_name = "max_pool2d_with_indices_backward",
+    .size = sizeof(max_pool2d_with_indices_backward_node),
+    .backward = max_pool2d_with_indices_backward_backward,
+    .release_saved = max_pool2d_with_indices_backward_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_output,
+                                            yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_with_indices_backward_node *node =
+        (max_pool2d_with_indices_backward_node *)yt__node_new(
+            &max_pool2d_with_indices_backward_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:537:
+ *   self: max_pool2d_index_scatter(grad, self.shape, indices)
+ */
+typedef struct max_pool2d_index_gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    yt_saved indices;    /* used by: self */
+} max_pool2d_index_gather_node;
+
+static yt_status
+max_pool2d_index_gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_scatter(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                             indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_gather_release_saved(yt_node *node_)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_gather_node_kind = {
+    .name = "MaxPool2dIndexGatherBackward",
+    .op_name = "max_pool2d_index_gather",
+    .size = sizeof(max_pool2d_index_gather_node),
+    .backward = max_pool2d_index_gather_backward,
+    .release_saved = max_pool2d_index_gather_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_index_gather_node *node =
+        (max_pool2d_index_gather_node *)yt__node_new(&max_pool2d_index_gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:540:
+ *   grad: max_pool2d_index_gather(grad, indices)
+ */
+typedef struct max_pool2d_index_scatter_node {
+    yt_node base;     /* must be first */
+    yt_saved indices; /* used by: grad */
+} max_pool2d_index_scatter_node;
+
+static yt_status
+max_pool2d_index_scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_scatter_release_saved(yt_node *node_)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_scatter_node_kind = {
+    .name = "MaxPool2dIndexScatterBackward",
+    .op_name = "max_pool2d_index_scatter",
+    .size = sizeof(max_pool2d_index_scatter_node),
+    .backward = max_pool2d_index_scatter_backward,
+    .release_saved = max_pool2d_index_scatter_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tensor *indices)
+{
+    max_pool2d_index_scatter_node *node =
+        (max_pool2d_index_scatter_node *)yt__node_new(&max_pool2d_index_scatter_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * backward, from derivatives.yaml:543:
+ *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
+ *   bias: conv2d_backward_bias(grad)
+ */
+typedef struct conv2d_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: input */
+    yt_shape input_shape;  /* used by: input */
+    yt_int_list stride;    /* used by: input, weight */
+    yt_int_list padding;   /* used by: input, weight */
+    yt_int_list dilation;  /* used by: input, weight */
+    int64_t groups;        /* used by: input, weight */
+    yt_saved input;        /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_node;
+
+static yt_status
+conv2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] = yt_conv2d_backward_input(grads[0], weight, node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_conv2d_backward_weight(grads[0], input, node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_conv2d_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_release_saved(yt_node *node_)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->input);
+}
+
+static const yt_node_kind conv2d_node_kind = {
+    .name = "Conv2dBackward",
+    .op_name = "conv2d",
+    .size = sizeof(conv2d_node),
+    .backward = conv2d_backward,
+    .release_saved = conv2d_release_saved,
+};
+
+yt_status
+yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                  const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    conv2d_node *node = (conv2d_node *)yt__node_new(&conv2d_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:548:
+ *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_input_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: grad_output */
+    yt_int_list stride;    /* used by: grad_output, weight */
+    yt_int_list padding;   /* used by: grad_output, weight */
+    yt_int_list dilation;  /* used by: grad_output, weight */
+    int64_t groups;        /* used by: grad_output, weight */
+    yt_saved grad_output;  /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_backward_input_node;
+
+static yt_status
+conv2d_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] =
+            yt_conv2d_ex(grads[0], weight, NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_weight(grad_output, grads[0], node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_input_release_saved(yt_node *node_)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_input_node_kind = {
+    .name = "Conv2dBackwardInputBackward",
+    .op_name = "conv2d_backward_input",
+    .size = sizeof(conv2d_backward_input_node),
+    .backward = conv2d_backward_input_backward,
+    .release_saved = conv2d_backward_input_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight,
+                                 const int64_t *stride, int stride_len, const int64_t *padding,
+                                 int padding_len, const int64_t *dilation, int dilation_len,
+                                 int64_t groups)
+{
+    conv2d_backward_input_node *node =
+        (conv2d_backward_input_node *)yt__node_new(&conv2d_backward_input_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:552:
+ *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
+ *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_weight_node {
+    yt_node base;         /* must be first */
+    yt_saved input;       /* used by: grad_output */
+    yt_int_list stride;   /* used by: grad_output, input */
+    yt_int_list padding;  /* used by: grad_output, input */
+    yt_int_list dilation; /* used by: grad_output, input */
+    int64_t groups;       /* used by: grad_output, input */
+    yt_saved grad_output; /* used by: input */
+    yt_shape input_shape; /* used by: input */
+} conv2d_backward_weight_node;
+
+static yt_status
+conv2d_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] =
+            yt_conv2d_ex(input, grads[0], NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_input(grad_output, grads[0], node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_weight_release_saved(yt_node *node_)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_weight_node_kind = {
+    .name = "Conv2dBackwardWeightBackward",
+    .op_name = "conv2d_backward_weight",
+    .size = sizeof(conv2d_backward_weight_node),
+    .backward = conv2d_backward_weight_backward,
+    .release_saved = conv2d_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_tensor *input,
+                                  const int64_t *stride, int stride_len, const int64_t *padding,
+                                  int padding_len, const int64_t *dilation, int dilation_len,
+                                  int64_t groups)
+{
+    conv2d_backward_weight_node *node =
+        (conv2d_backward_weight_node *)yt__node_new(&conv2d_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:556:
+ *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+ */
+typedef struct max_pool2d_with_indices_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list kernel_size; /* used by: self */
+    yt_int_list stride;      /* used by: self */
+    yt_int_list padding;     /* used by: self */
+    yt_int_list dilation;    /* used by: self */
+    bool ceil_mode;          /* used by: self */
+    yt_saved indices;        /* used by: self */
+} max_pool2d_with_indices_node;
+
+static yt_status
+max_pool2d_with_indices_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_with_indices_backward(
+            grads[0], self, node->kernel_size.v, node->kernel_size.len, node->stride.v,
+            node->stride.len, node->padding.v, node->padding.len, node->dilation.v,
+            node->dilation.len, node->ceil_mode, indices);
+        yt_release(indices);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_node_kind = {
+    .name = "MaxPool2dWithIndicesBackward",
+    .op_name = "max_pool2d_with_indices",
+    .size = sizeof(max_pool2d_with_indices_node),
+    .backward = max_pool2d_with_indices_backward,
+    .release_saved = max_pool2d_with_indices_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode)
+{
+    max_pool2d_with_indices_node *node =
+        (max_pool2d_with_indices_node *)yt__node_new(&max_pool2d_with_indices_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->ceil_mode = ceil_mode;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:566:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -6541,7 +8665,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:458:
+ * backward, from derivatives.yaml:569:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -6598,7 +8722,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:461:
+ * backward, from derivatives.yaml:572:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -6673,7 +8797,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:465:
+ * backward, from derivatives.yaml:576:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -6748,7 +8872,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:472:
+ * backward, from derivatives.yaml:583:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

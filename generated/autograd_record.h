@@ -133,6 +133,12 @@ YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
                                               bool keepdim);
 YT_INTERNAL yt_status yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                           int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                     int dim_len, int64_t correction, bool keepdim);
+YT_INTERNAL yt_status yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                     int dim_len, int64_t correction, bool keepdim);
 YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
                                                     yt_scalar ord, const int64_t *dim, int dim_len,
                                                     bool keepdim);
@@ -156,6 +162,82 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                      int dims_len);
+YT_INTERNAL yt_status yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                      int shifts_len, const int64_t *dims, int dims_len);
+YT_INTERNAL yt_status yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+YT_INTERNAL yt_status yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+YT_INTERNAL yt_status yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len,
+                                     int64_t dim);
+YT_INTERNAL yt_status yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              yt_tensor *index);
+YT_INTERNAL yt_status yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+YT_INTERNAL yt_status yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                            yt_tensor *index, yt_tensor *source);
+YT_INTERNAL yt_status yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        yt_tensor *index);
+YT_INTERNAL yt_status yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                         yt_tensor *index, yt_tensor *src);
+YT_INTERNAL yt_status yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_tensor *index);
+YT_INTERNAL yt_status yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                             yt_tensor *index, yt_tensor *src);
+YT_INTERNAL yt_status yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices,
+                                           int64_t padding_idx, bool scale_grad_by_freq);
+YT_INTERNAL yt_status yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                          yt_tensor *indices, int64_t padding_idx,
+                                                          bool scale_grad_by_freq);
+YT_INTERNAL yt_status yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim);
+YT_INTERNAL yt_status yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                             int64_t dim);
+YT_INTERNAL yt_status yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim);
+YT_INTERNAL yt_status yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                            const int64_t *kernel_size, int kernel_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len, bool ceil_mode,
+                                            bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                     const int64_t *output_size,
+                                                     int output_size_len);
+YT_INTERNAL yt_status yt__record_avg_pool2d_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                              yt_tensor *grad_output,
+                                                              yt_tensor *self,
+                                                              const int64_t *output_size,
+                                                              int output_size_len);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices_backward(yt_tensor *result,
+                                                                  yt_tensor *grad_output,
+                                                                  yt_tensor *self,
+                                                                  yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                         yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                        yt_tensor *bias, const int64_t *stride, int stride_len,
+                                        const int64_t *padding, int padding_len,
+                                        const int64_t *dilation, int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *weight, const int64_t *stride,
+                                                       int stride_len, const int64_t *padding,
+                                                       int padding_len, const int64_t *dilation,
+                                                       int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *input, const int64_t *stride,
+                                                        int stride_len, const int64_t *padding,
+                                                        int padding_len, const int64_t *dilation,
+                                                        int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,

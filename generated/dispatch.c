@@ -441,6 +441,18 @@ const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_cumsum,
 };
 
+const yt__logsumexp_kernel_fn yt__logsumexp_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logsumexp,
+};
+
+const yt__var_kernel_fn yt__var_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_var_correction,
+};
+
+const yt__std_kernel_fn yt__std_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_std_correction,
+};
+
 const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
 };
@@ -459,6 +471,126 @@ const yt__addmm_kernel_fn yt__addmm_kernels[YT_DEVICE_COUNT] = {
 
 const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
+};
+
+const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_flip,
+};
+
+const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_roll,
+};
+
+const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_tril,
+};
+
+const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_triu,
+};
+
+const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cat,
+};
+
+const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_select,
+};
+
+const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_add,
+};
+
+const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_copy,
+};
+
+const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gather,
+};
+
+const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter,
+};
+
+const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_value,
+};
+
+const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_add,
+};
+
+const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_embedding,
+};
+
+const yt__embedding_dense_backward_kernel_fn yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_embedding_dense_backward,
+};
+
+const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argsort,
+};
+
+const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort,
+};
+
+const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort_stable,
+};
+
+const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_topk,
+};
+
+const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d,
+};
+
+const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d,
+};
+
+const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d_backward,
+};
+
+const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d_backward,
+};
+
+const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices_backward,
+};
+
+const yt__max_pool2d_index_gather_kernel_fn yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_gather,
+};
+
+const yt__max_pool2d_index_scatter_kernel_fn yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_scatter,
+};
+
+const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d,
+};
+
+const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_input,
+};
+
+const yt__conv2d_backward_weight_kernel_fn yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_weight,
+};
+
+const yt__max_pool2d_with_indices_kernel_fn yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices,
 };
 
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {

@@ -554,6 +554,24 @@ extern const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim,
                                      yt_dtype dtype);
 
+typedef yt_status (*yt__logsumexp_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, bool keepdim);
+extern const yt__logsumexp_kernel_fn yt__logsumexp_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
+
+typedef yt_status (*yt__var_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                       int dim_len, int64_t correction, bool keepdim);
+extern const yt__var_kernel_fn yt__var_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_var_correction(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, int64_t correction, bool keepdim);
+
+typedef yt_status (*yt__std_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                       int dim_len, int64_t correction, bool keepdim);
+extern const yt__std_kernel_fn yt__std_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_std_correction(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, int64_t correction, bool keepdim);
+
 typedef yt_status (*yt__linalg_vector_norm_kernel_fn)(yt_tensor *result, yt_tensor *self,
                                                       yt_scalar ord, const int64_t *dim,
                                                       int dim_len, bool keepdim, yt_dtype dtype);
@@ -581,6 +599,238 @@ typedef yt_status (*yt__baddbmm_kernel_fn)(yt_tensor *result, yt_tensor *self, y
 extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
                                       yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
+typedef yt_status (*yt__flip_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                        int dims_len);
+extern const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                   int dims_len);
+
+typedef yt_status (*yt__roll_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                        int shifts_len, const int64_t *dims, int dims_len);
+extern const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                   int shifts_len, const int64_t *dims, int dims_len);
+
+typedef yt_status (*yt__tril_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
+typedef yt_status (*yt__triu_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
+typedef yt_status (*yt__cat_kernel_fn)(yt_tensor *result, yt_tensor *const *tensors,
+                                       int tensors_len, int64_t dim);
+extern const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len,
+                                  int64_t dim);
+
+typedef yt_status (*yt__index_select_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                yt_tensor *index);
+extern const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index);
+
+typedef yt_status (*yt__index_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                             yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+extern const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+
+typedef yt_status (*yt__index_copy_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              yt_tensor *index, yt_tensor *source);
+extern const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                         yt_tensor *index, yt_tensor *source);
+
+typedef yt_status (*yt__gather_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, bool sparse_grad);
+extern const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index, bool sparse_grad);
+
+typedef yt_status (*yt__scatter_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__scatter_value_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                 yt_tensor *index, yt_scalar value);
+extern const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                            yt_tensor *index, yt_scalar value);
+
+typedef yt_status (*yt__scatter_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__embedding_kernel_fn)(yt_tensor *result, yt_tensor *weight,
+                                             yt_tensor *indices, int64_t padding_idx,
+                                             bool scale_grad_by_freq, bool sparse);
+extern const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices,
+                                        int64_t padding_idx, bool scale_grad_by_freq, bool sparse);
+
+typedef yt_status (*yt__embedding_dense_backward_kernel_fn)(yt_tensor *result,
+                                                            yt_tensor *grad_output,
+                                                            yt_tensor *indices, int64_t num_weights,
+                                                            int64_t padding_idx,
+                                                            bool scale_grad_by_freq);
+extern const yt__embedding_dense_backward_kernel_fn
+    yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *indices, int64_t num_weights,
+                                                       int64_t padding_idx,
+                                                       bool scale_grad_by_freq);
+
+typedef yt_status (*yt__argsort_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool descending);
+extern const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool descending);
+
+typedef yt_status (*yt__sort_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t dim, bool descending);
+extern const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool descending);
+
+typedef yt_status (*yt__sort_stable_kernel_fn)(yt_tensor *values, yt_tensor *indices,
+                                               yt_tensor *self, const bool *stable, int64_t dim,
+                                               bool descending);
+extern const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                          const bool *stable, int64_t dim, bool descending);
+
+typedef yt_status (*yt__topk_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t k, int64_t dim, bool largest, bool sorted);
+extern const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t k, int64_t dim, bool largest, bool sorted);
+
+typedef yt_status (*yt__avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              const int64_t *kernel_size, int kernel_size_len,
+                                              const int64_t *stride, int stride_len,
+                                              const int64_t *padding, int padding_len,
+                                              bool ceil_mode, bool count_include_pad,
+                                              int64_t divisor_override);
+extern const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       const int64_t *output_size,
+                                                       int output_size_len);
+extern const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+typedef yt_status (*yt__avg_pool2d_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+extern const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, const int64_t *kernel_size,
+                                                  int kernel_size_len, const int64_t *stride,
+                                                  int stride_len, const int64_t *padding,
+                                                  int padding_len, bool ceil_mode,
+                                                  bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_backward_kernel_fn)(yt_tensor *result,
+                                                                yt_tensor *grad_output,
+                                                                yt_tensor *self,
+                                                                const int64_t *output_size,
+                                                                int output_size_len);
+extern const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           const int64_t *output_size,
+                                                           int output_size_len);
+
+typedef yt_status (*yt__max_pool2d_with_indices_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+extern const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_gather_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                           yt_tensor *indices);
+extern const yt__max_pool2d_index_gather_kernel_fn
+    yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_scatter_kernel_fn)(yt_tensor *result, yt_tensor *grad,
+                                                            const int64_t *self_size,
+                                                            int self_size_len, yt_tensor *indices);
+extern const yt__max_pool2d_index_scatter_kernel_fn
+    yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                       const int64_t *self_size, int self_size_len,
+                                                       yt_tensor *indices);
+
+typedef yt_status (*yt__conv2d_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, const int64_t *stride, int stride_len,
+                                          const int64_t *padding, int padding_len,
+                                          const int64_t *dilation, int dilation_len,
+                                          int64_t groups);
+extern const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                     yt_tensor *bias, const int64_t *stride, int stride_len,
+                                     const int64_t *padding, int padding_len,
+                                     const int64_t *dilation, int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_input_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+    int input_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *weight, const int64_t *input_size,
+                                                    int input_size_len, const int64_t *stride,
+                                                    int stride_len, const int64_t *padding,
+                                                    int padding_len, const int64_t *dilation,
+                                                    int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_weight_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+    int weight_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_weight_kernel_fn
+    yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *input, const int64_t *weight_size,
+                                                     int weight_size_len, const int64_t *stride,
+                                                     int stride_len, const int64_t *padding,
+                                                     int padding_len, const int64_t *dilation,
+                                                     int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__max_pool2d_with_indices_kernel_fn)(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+extern const yt__max_pool2d_with_indices_kernel_fn
+    yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
+                                                      yt_tensor *self, const int64_t *kernel_size,
+                                                      int kernel_size_len, const int64_t *stride,
+                                                      int stride_len, const int64_t *padding,
+                                                      int padding_len, const int64_t *dilation,
+                                                      int dilation_len, bool ceil_mode);
 
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
@@ -750,12 +1000,6 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
 YT_INTERNAL yt_tensor *yt__composite_gelu_double_backward(yt_tensor *grad_grad,
                                                           yt_tensor *grad_output, yt_tensor *self,
                                                           const char *approximate);
-YT_INTERNAL yt_tensor *yt__composite_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len,
-                                               bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_var(yt_tensor *self, const int64_t *dim, int dim_len,
-                                         int64_t correction, bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_std(yt_tensor *self, const int64_t *dim, int dim_len,
-                                         int64_t correction, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
                                                                 yt_tensor *value);
 YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,
@@ -770,6 +1014,15 @@ YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *s
 YT_INTERNAL yt_tensor *
 yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                                  const int64_t *sizes, int sizes_len, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_logsumexp_backward(yt_tensor *grad, yt_tensor *self,
+                                                        yt_tensor *output, const int64_t *dim,
+                                                        int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_var_backward(yt_tensor *grad, yt_tensor *self,
+                                                  const int64_t *dim, int dim_len,
+                                                  int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_std_backward(yt_tensor *grad, yt_tensor *self,
+                                                  yt_tensor *output, const int64_t *dim,
+                                                  int dim_len, int64_t correction, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
@@ -786,6 +1039,81 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_flatten(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+YT_INTERNAL yt_tensor *yt__composite_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes,
+                                               int sizes_len);
+YT_INTERNAL yt_tensor *yt__composite_broadcast_to(yt_tensor *self, const int64_t *size,
+                                                  int size_len);
+YT_INTERNAL yt_tensor *yt__composite_narrow(yt_tensor *self, int64_t dim, int64_t start,
+                                            int64_t length);
+YT_INTERNAL yt_tensor *yt__composite_repeat(yt_tensor *self, const int64_t *repeats,
+                                            int repeats_len);
+YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_t *shifts,
+                                                   int shifts_len, const int64_t *dims,
+                                                   int dims_len);
+YT_INTERNAL yt_tensor *yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len,
+                                         const char *mode, const double *value);
+YT_INTERNAL int64_t yt__composite_cat_backward(yt_tensor *grad, int64_t dim,
+                                               yt_tensor *const *tensors, int tensors_len,
+                                               yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL yt_tensor *yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+YT_INTERNAL int64_t yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_unbind(yt_tensor *self, int64_t dim, yt_tensor **out,
+                                         int64_t out_capacity);
+YT_INTERNAL yt_tensor *yt__composite_index_select_backward(yt_tensor *grad,
+                                                           const int64_t *self_sizes,
+                                                           int self_sizes_len, int64_t dim,
+                                                           yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_gather_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                                     int self_sizes_len, int64_t dim,
+                                                     yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                                          int src_sizes_len, int64_t dim,
+                                                          yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                                               const int64_t *weight_sizes,
+                                                               int weight_sizes_len,
+                                                               int64_t padding_idx,
+                                                               bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_embedding_dense_double_backward(yt_tensor *grad,
+                                                                     yt_tensor *indices,
+                                                                     int64_t padding_idx,
+                                                                     bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_one_hot(yt_tensor *self, int64_t num_classes);
+YT_INTERNAL yt_tensor *yt__composite_nonzero(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_masked_select(yt_tensor *self, yt_tensor *mask);
+YT_INTERNAL yt_tensor *yt__composite_index(yt_tensor *self, yt_tensor *const *indices,
+                                           int indices_len);
+YT_INTERNAL yt_tensor *yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices,
+                                               int indices_len, yt_tensor *values, bool accumulate);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv_transpose2d(
+    yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride, int stride_len,
+    const int64_t *padding, int padding_len, const int64_t *output_padding, int output_padding_len,
+    int64_t groups, const int64_t *dilation, int dilation_len);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_backward_bias(yt_tensor *grad_output);
+YT_INTERNAL yt_tensor *yt__composite_max_pool2d(yt_tensor *self, const int64_t *kernel_size,
+                                                int kernel_size_len, const int64_t *stride,
+                                                int stride_len, const int64_t *padding,
+                                                int padding_len, const int64_t *dilation,
+                                                int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
                                                              yt_tensor *grad_output,
                                                              yt_tensor *output, int64_t dim);

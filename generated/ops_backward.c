@@ -698,7 +698,7 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1240 */
+ * from ops.yaml:1243 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -738,7 +738,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1247 */
+ * from ops.yaml:1250 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -773,7 +773,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1254 */
+ * from ops.yaml:1257 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -808,7 +808,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1261 */
+ * from ops.yaml:1264 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -821,7 +821,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1268 */
+ * from ops.yaml:1271 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -864,7 +864,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1275 */
+ * from ops.yaml:1278 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -901,8 +901,902 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
     return yt__scope_track(result);
 }
 
+/* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:1285 */
+yt_tensor *
+yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                      int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("logsumexp_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("logsumexp_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("logsumexp_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "logsumexp_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+            YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_logsumexp_backward(grad, self, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1292 */
+yt_tensor *
+yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
+                int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("var_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("var_backward", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "var_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "var_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_var_backward(grad, self, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1299 */
+yt_tensor *
+yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                int dim_len, int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("std_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("std_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("std_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "std_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_std_backward(grad, self, output, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * from ops.yaml:1744 */
+yt_tensor *
+yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
+                 int dims_len)
+{
+    if (grad == NULL)
+        return yt__null_arg("roll_backward", "grad"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dims_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * from ops.yaml:1818 */
+int64_t
+yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
+                yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "cat_backward: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (grad == NULL)
+        return yt__count_error(
+            yt__null_status("cat_backward", "grad")); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE, "cat_backward: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+            tensors_len));
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__count_error(
+                yt__null_status("cat_backward", "tensors")); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != grad->device)
+            return yt__count_error(yt__fail_status(
+                YT_ERR_DEVICE, "cat_backward: tensors[%d] is on %s but grad is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(grad->device)));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1897 */
+yt_tensor *
+yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                         int64_t dim, yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("index_select_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("index_select_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "index_select_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "index_select_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "index_select_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1948 */
+yt_tensor *
+yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
+                   yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("gather_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("gather_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gather_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gather_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gather_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1970 */
+yt_tensor *
+yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
+                        yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("scatter_src_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("scatter_src_backward", "index"); /* keeps an earlier error */
+    if (src_sizes_len < 0 || src_sizes_len > YT_MAX_DIM || (src_sizes == NULL && src_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "scatter_src_backward: src_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            src_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "scatter_src_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "scatter_src_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:2024; backward from derivatives.yaml:498 */
+yt_tensor *
+yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
+                            int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("embedding_dense_backward", "grad_output"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_backward", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_backward: indices is on %s but grad_output is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad_output->device));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_embedding_dense_backward(&result_shape, "embedding_dense_backward", grad_output,
+                                           indices, num_weights) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__embedding_dense_backward_kernel_fn kernel =
+        yt__embedding_dense_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, indices, num_weights,
+                                               padding_idx, scale_grad_by_freq);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_embedding_dense_backward(result, grad_output, indices, padding_idx,
+                                                         scale_grad_by_freq) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:2036 */
+yt_tensor *
+yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
+                             int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_weight_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_weight_backward", "indices"); /* keeps an earlier error */
+    if (weight_sizes_len < 0 || weight_sizes_len > YT_MAX_DIM ||
+        (weight_sizes == NULL && weight_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "embedding_weight_backward: weight_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_weight_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_weight_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_weight_backward(
+        grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:2044 */
+yt_tensor *
+yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
+                                   bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_dense_double_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_double_backward",
+                            "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_double_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_double_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
+                                                                      scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * from ops.yaml:2220; backward from derivatives.yaml:525 */
+yt_tensor *
+yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+                       int kernel_size_len, const int64_t *stride, int stride_len,
+                       const int64_t *padding, int padding_len, bool ceil_mode,
+                       bool count_include_pad, int64_t divisor_override)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("avg_pool2d_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__avg_pool2d_backward_kernel_fn kernel = yt__avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, ceil_mode, count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_avg_pool2d_backward(result, grad_output, self, kernel_size, kernel_size_len,
+                                       stride, stride_len, padding, padding_len, ceil_mode,
+                                       count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:2233; backward from derivatives.yaml:529 */
+yt_tensor *
+yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
+                                int output_size_len)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d_backward: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "adaptive_avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "adaptive_avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__adaptive_avg_pool2d_backward_kernel_fn kernel =
+        yt__adaptive_avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_adaptive_avg_pool2d_backward(result, grad_output, self, output_size,
+                                                             output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * from ops.yaml:2245; backward from derivatives.yaml:533 */
+yt_tensor *
+yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
+                                    const int64_t *kernel_size, int kernel_size_len,
+                                    const int64_t *stride, int stride_len, const int64_t *padding,
+                                    int padding_len, const int64_t *dilation, int dilation_len,
+                                    bool ceil_mode, yt_tensor *indices)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "indices"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_with_indices_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (indices->device != grad_output->device)
+        return yt__fail(
+            YT_ERR_DEVICE,
+            "max_pool2d_with_indices_backward: indices is on %s but grad_output is on %s",
+            yt_device_name(indices->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_with_indices_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__max_pool2d_with_indices_backward_kernel_fn kernel =
+        yt__max_pool2d_with_indices_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_with_indices_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, dilation, dilation_len, ceil_mode, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_max_pool2d_with_indices_backward(result, grad_output, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * from ops.yaml:2255; backward from derivatives.yaml:537 */
+yt_tensor *
+yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_gather: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_gather: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_gather: indices is on %s but self is on %s",
+                        yt_device_name(indices->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_index_gather", indices) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__max_pool2d_index_gather_kernel_fn kernel =
+        yt__max_pool2d_index_gather_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_gather(result, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * from ops.yaml:2264; backward from derivatives.yaml:540 */
+yt_tensor *
+yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
+                            yt_tensor *indices)
+{
+    if (grad == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "indices"); /* keeps an earlier error */
+    if (self_size_len < 0 || self_size_len > YT_MAX_DIM || (self_size == NULL && self_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_index_scatter: self_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_scatter: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_scatter: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_scatter: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt_dtype compute_dtype = grad->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "max_pool2d_index_scatter", "self_size", self_size,
+                             self_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad->device;
+    yt__max_pool2d_index_scatter_kernel_fn kernel =
+        yt__max_pool2d_index_scatter_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_scatter(result, grad, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2375; backward from derivatives.yaml:548 */
+yt_tensor *
+yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+                         int input_size_len, const int64_t *stride, int stride_len,
+                         const int64_t *padding, int padding_len, const int64_t *dilation,
+                         int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_input", "grad_output"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d_backward_input", "weight"); /* keeps an earlier error */
+    if (input_size_len < 0 || input_size_len > YT_MAX_DIM ||
+        (input_size == NULL && input_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: input_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_input: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_input: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_input", "input_size", input_size,
+                             input_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_input_kernel_fn kernel = yt__conv2d_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, weight, input_size, input_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_input(result, grad_output, weight, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2388; backward from derivatives.yaml:552 */
+yt_tensor *
+yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+                          int weight_size_len, const int64_t *stride, int stride_len,
+                          const int64_t *padding, int padding_len, const int64_t *dilation,
+                          int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_weight", "grad_output"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("conv2d_backward_weight", "input"); /* keeps an earlier error */
+    if (weight_size_len < 0 || weight_size_len > YT_MAX_DIM ||
+        (weight_size == NULL && weight_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: weight_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_weight: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (input->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_weight: input is on %s but grad_output is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_output->device));
+    if (input->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_weight", "weight_size", weight_size,
+                             weight_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_weight_kernel_fn kernel = yt__conv2d_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_weight(result, grad_output, input, stride, stride_len, padding,
+                                          padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * from ops.yaml:2401 */
+yt_tensor *
+yt_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_bias", "grad_output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_bias: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!((grad_output->dim == 3 || grad_output->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv2d_backward_bias: expected grad_output.dim == 3 or grad_output.dim == 4, got grad_output.dim=%d",
+            grad_output->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1655; backward from derivatives.yaml:461 */
+ * from ops.yaml:2494; backward from derivatives.yaml:572 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -958,7 +1852,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1672; backward from derivatives.yaml:465 */
+ * from ops.yaml:2511; backward from derivatives.yaml:576 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1020,7 +1914,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1689 */
+ * from ops.yaml:2528 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1058,7 +1952,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1697 */
+ * from ops.yaml:2536 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -1100,7 +1994,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1705 */
+ * from ops.yaml:2544 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -1131,7 +2025,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:1893 */
+ * from ops.yaml:2732 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -1203,7 +2097,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:2148 */
+ * from ops.yaml:2987 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -1223,7 +2117,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2159 */
+ * from ops.yaml:2998 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -1245,7 +2139,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2166 */
+ * from ops.yaml:3005 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1271,7 +2165,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2173 */
+ * from ops.yaml:3012 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1311,7 +2205,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:2180 */
+ * from ops.yaml:3019 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -1328,7 +2222,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:2187 */
+ * from ops.yaml:3026 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -1357,7 +2251,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:2194 */
+ * from ops.yaml:3033 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1392,7 +2286,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2201 */
+ * from ops.yaml:3040 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -1437,7 +2331,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2208; backward from derivatives.yaml:150 */
+ * from ops.yaml:3047; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -1479,7 +2373,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2216; backward from derivatives.yaml:153 */
+ * from ops.yaml:3055; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

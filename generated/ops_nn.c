@@ -11,8 +11,677 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * from ops.yaml:2182; backward from derivatives.yaml:519 */
+yt_tensor *
+yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
+{
+    return yt_avg_pool2d_ex(self, kernel_size, kernel_size_len, NULL, 0, NULL, 0, false, true,
+                            YT_NONE);
+}
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * from ops.yaml:2182; backward from derivatives.yaml:519 */
+yt_tensor *
+yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                 const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                 bool ceil_mode, bool count_include_pad, int64_t divisor_override)
+{
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "avg_pool2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "avg_pool2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "avg_pool2d: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "avg_pool2d: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+                        self->dim);
+    if (!((kernel_size_len == 1 || kernel_size_len == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "avg_pool2d: expected len(kernel_size) == 1 or len(kernel_size) == 2, got len(kernel_size)=%d",
+            kernel_size_len);
+    yt_shape result_shape;
+    if (yt__shape_avg_pool2d(&result_shape, "avg_pool2d", self, kernel_size, kernel_size_len,
+                             stride, stride_len, padding, padding_len, ceil_mode,
+                             divisor_override) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__avg_pool2d_kernel_fn kernel = yt__avg_pool2d_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, self, kernel_size, kernel_size_len, stride,
+                                               stride_len, padding, padding_len, ceil_mode,
+                                               count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_avg_pool2d(result, self, kernel_size, kernel_size_len, stride,
+                                           stride_len, padding, padding_len, ceil_mode,
+                                           count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:2201; backward from derivatives.yaml:522 */
+yt_tensor *
+yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_size_len)
+{
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "adaptive_avg_pool2d: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "adaptive_avg_pool2d: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+            self->dim);
+    if (!((output_size_len == 1 || output_size_len == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "adaptive_avg_pool2d: expected len(output_size) == 1 or len(output_size) == 2, got len(output_size)=%d",
+            output_size_len);
+    yt_shape result_shape;
+    if (yt__shape_adaptive_pool2d(&result_shape, "adaptive_avg_pool2d", self, output_size,
+                                  output_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__adaptive_avg_pool2d_kernel_fn kernel = yt__adaptive_avg_pool2d_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_adaptive_avg_pool2d(result, self, output_size, output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2273; backward from derivatives.yaml:543 */
+yt_tensor *
+yt_conv2d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv2d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2273; backward from derivatives.yaml:543 */
+yt_tensor *
+yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+             int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
+             int dilation_len, int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    yt_dtype compute_dtype = input->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv2d: weight must be 4-D, got %d-D", weight->dim);
+    if (!(groups > 0))
+        return yt__fail(YT_ERR_VALUE, "conv2d: expected groups > 0, got groups=%lld",
+                        (long long)groups);
+    yt_shape result_shape;
+    if (yt__shape_conv2d(&result_shape, "conv2d", input, weight, stride, stride_len, padding,
+                         padding_len, dilation, dilation_len, groups) != YT_OK)
+        return NULL;
+    yt_device result_device = input->device;
+    yt__conv2d_kernel_fn kernel = yt__conv2d_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {input, weight, bias};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, input, weight, bias, stride, stride_len, padding,
+                                    padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_conv2d(result, input, weight, bias, stride, stride_len, padding,
+                                       padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2297 */
+yt_tensor *
+yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv2d_padding_ex(input, weight, NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2297 */
+yt_tensor *
+yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                     int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
+                     int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding == NULL)
+        padding = "valid";
+    else if (strcmp(padding, "valid") == 0)
+        padding = "valid";
+    else if (strcmp(padding, "same") == 0)
+        padding = "same";
+    else
+        return yt__fail(YT_ERR_VALUE, "conv2d: padding must be one of 'valid', 'same', got '%s'",
+                        padding);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv2d: weight must be 4-D, got %d-D", weight->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_padding(input, weight, bias, stride, stride_len,
+                                                     padding, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2316 */
+yt_tensor *
+yt_conv1d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv1d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2316 */
+yt_tensor *
+yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+             int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
+             int dilation_len, int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv1d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv1d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 2 || input->dim == 3)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv1d: expected input.dim == 2 or input.dim == 3, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "conv1d: weight must be 3-D, got %d-D", weight->dim);
+    if (!((stride_len <= 1 && padding_len <= 1 && dilation_len <= 1)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv1d: expected len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1, got len(stride)=%d, len(padding)=%d, len(dilation)=%d",
+            stride_len, padding_len, dilation_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv1d(input, weight, bias, stride, stride_len, padding,
+                                             padding_len, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2336 */
+yt_tensor *
+yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv1d_padding_ex(input, weight, NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:2336 */
+yt_tensor *
+yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                     int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
+                     int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv1d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv1d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding == NULL)
+        padding = "valid";
+    else if (strcmp(padding, "valid") == 0)
+        padding = "valid";
+    else if (strcmp(padding, "same") == 0)
+        padding = "same";
+    else
+        return yt__fail(YT_ERR_VALUE, "conv1d: padding must be one of 'valid', 'same', got '%s'",
+                        padding);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 2 || input->dim == 3)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv1d: expected input.dim == 2 or input.dim == 3, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "conv1d: weight must be 3-D, got %d-D", weight->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv1d_padding(input, weight, bias, stride, stride_len,
+                                                     padding, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * from ops.yaml:2353 */
+yt_tensor *
+yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv_transpose2d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL, 0);
+}
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * from ops.yaml:2353 */
+yt_tensor *
+yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                       int stride_len, const int64_t *padding, int padding_len,
+                       const int64_t *output_padding, int output_padding_len, int64_t groups,
+                       const int64_t *dilation, int dilation_len)
+{
+    if (input == NULL)
+        return yt__null_arg("conv_transpose2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv_transpose2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (output_padding_len < 0 || output_padding_len > YT_MAX_DIM ||
+        (output_padding == NULL && output_padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: output_padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv_transpose2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv_transpose2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv_transpose2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv_transpose2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+            input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv_transpose2d: weight must be 4-D, got %d-D",
+                        weight->dim);
+    if (!(groups > 0))
+        return yt__fail(YT_ERR_VALUE, "conv_transpose2d: expected groups > 0, got groups=%lld",
+                        (long long)groups);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv_transpose2d(
+        input, weight, bias, stride, stride_len, padding, padding_len, output_padding,
+        output_padding_len, groups, dilation, dilation_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:2415; backward from derivatives.yaml:556 */
+yt_status
+yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                           yt_tensor **values, yt_tensor **indices)
+{
+    return yt_max_pool2d_with_indices_ex(self, kernel_size, kernel_size_len, NULL, 0, NULL, 0, NULL,
+                                         0, false, values, indices);
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:2415; backward from derivatives.yaml:556 */
+yt_status
+yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                              const int64_t *stride, int stride_len, const int64_t *padding,
+                              int padding_len, const int64_t *dilation, int dilation_len,
+                              bool ceil_mode, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("max_pool2d_with_indices", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "max_pool2d_with_indices: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+            self->dim);
+    if (!((kernel_size_len == 1 || kernel_size_len == 2)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "max_pool2d_with_indices: expected len(kernel_size) == 1 or len(kernel_size) == 2, got len(kernel_size)=%d",
+            kernel_size_len);
+    yt_shape values_shape;
+    if (yt__shape_pool2d(&values_shape, "max_pool2d_with_indices", self, kernel_size,
+                         kernel_size_len, stride, stride_len, padding, padding_len, dilation,
+                         dilation_len, ceil_mode) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_pool2d_with_indices_kernel_fn kernel =
+        yt__max_pool2d_with_indices_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max_pool2d_with_indices: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = new_indices == NULL ? yt_errcode()
+                                           : kernel(new_values, new_indices, self, kernel_size,
+                                                    kernel_size_len, stride, stride_len, padding,
+                                                    padding_len, dilation, dilation_len, ceil_mode);
+    if (status == YT_OK && recording)
+        status = yt__record_max_pool2d_with_indices(new_values, new_indices, self, kernel_size,
+                                                    kernel_size_len, stride, stride_len, padding,
+                                                    padding_len, dilation, dilation_len, ceil_mode);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * from ops.yaml:2435 */
+yt_tensor *
+yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
+{
+    return yt_max_pool2d_ex(self, kernel_size, kernel_size_len, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * from ops.yaml:2435 */
+yt_tensor *
+yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                 const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                 const int64_t *dilation, int dilation_len, bool ceil_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "max_pool2d: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "max_pool2d: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+                        self->dim);
+    if (!((kernel_size_len == 1 || kernel_size_len == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "max_pool2d: expected len(kernel_size) == 1 or len(kernel_size) == 2, got len(kernel_size)=%d",
+            kernel_size_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_max_pool2d(self, kernel_size, kernel_size_len, stride, stride_len, padding,
+                                 padding_len, dilation, dilation_len, ceil_mode);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1716 */
+ * from ops.yaml:2555 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -20,7 +689,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:1716 */
+ * from ops.yaml:2555 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {

@@ -1508,7 +1508,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1181 */
+ * from ops.yaml:1181; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1516,7 +1516,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1181 */
+ * from ops.yaml:1181; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1535,14 +1535,32 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "logsumexp", "dim") != YT_OK)
         return NULL;
     dim = dim_wrapped;
-    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_logsumexp(self, dim, dim_len, keepdim);
-    yt__scope_resume();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "logsumexp", self, dim, dim_len, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__logsumexp_kernel_fn kernel = yt__logsumexp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_logsumexp(result, self, dim, dim_len, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
     return yt__scope_track(result);
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1194 */
+ * from ops.yaml:1195; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1550,7 +1568,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1194 */
+ * from ops.yaml:1195; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1568,14 +1586,33 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "var", "dim") != YT_OK)
         return NULL;
     dim = dim_wrapped;
-    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_var(self, dim, dim_len, correction, keepdim);
-    yt__scope_resume();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "var", self, dim, dim_len, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__var_kernel_fn kernel = yt__var_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "var: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_var(result, self, dim, dim_len, correction, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
     return yt__scope_track(result);
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1208 */
+ * from ops.yaml:1210; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1583,7 +1620,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1208 */
+ * from ops.yaml:1210; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1601,14 +1638,33 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "std", "dim") != YT_OK)
         return NULL;
     dim = dim_wrapped;
-    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_std(self, dim, dim_len, correction, keepdim);
-    yt__scope_resume();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_reduce(&result_shape, "std", self, dim, dim_len, keepdim) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__std_kernel_fn kernel = yt__std_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "std: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_std(result, self, dim, dim_len, correction, keepdim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
     return yt__scope_track(result);
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1221; backward from derivatives.yaml:420 */
+ * from ops.yaml:1224; backward from derivatives.yaml:420 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1616,7 +1672,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1221; backward from derivatives.yaml:420 */
+ * from ops.yaml:1224; backward from derivatives.yaml:420 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1673,7 +1729,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1619; backward from derivatives.yaml:455 */
+ * from ops.yaml:2458; backward from derivatives.yaml:566 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1681,7 +1737,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1619; backward from derivatives.yaml:455 */
+ * from ops.yaml:2458; backward from derivatives.yaml:566 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1720,7 +1776,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1637; backward from derivatives.yaml:458 */
+ * from ops.yaml:2476; backward from derivatives.yaml:569 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1728,7 +1784,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1637; backward from derivatives.yaml:458 */
+ * from ops.yaml:2476; backward from derivatives.yaml:569 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:1475; backward from derivatives.yaml:117 */
+ * from ops.yaml:1499; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:1488; backward from derivatives.yaml:120 */
+ * from ops.yaml:1512; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1499; backward from derivatives.yaml:123 */
+ * from ops.yaml:1523; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1512; backward from derivatives.yaml:126 */
+ * from ops.yaml:1536; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:1522 */
+ * from ops.yaml:1546 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -124,7 +124,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1532; backward from derivatives.yaml:129 */
+ * from ops.yaml:1556; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +146,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:1542; backward from derivatives.yaml:132 */
+ * from ops.yaml:1566; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +164,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:1551; backward from derivatives.yaml:135 */
+ * from ops.yaml:1575; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +184,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:1562; backward from derivatives.yaml:138 */
+ * from ops.yaml:1586; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +204,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1573; backward from derivatives.yaml:141 */
+ * from ops.yaml:1597; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +212,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1573; backward from derivatives.yaml:141 */
+ * from ops.yaml:1597; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +234,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:1587; backward from derivatives.yaml:144 */
+ * from ops.yaml:1611; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +254,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:1598 */
+ * from ops.yaml:1622 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {
@@ -264,4 +264,570 @@ yt_contiguous(yt_tensor *self)
     yt_tensor *result = yt__composite_contiguous(self);
     yt__scope_resume();
     return yt__scope_track(result);
+}
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * from ops.yaml:1631 */
+yt_tensor *
+yt_flatten(yt_tensor *self)
+{
+    return yt_flatten_ex(self, 0, -1);
+}
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * from ops.yaml:1631 */
+yt_tensor *
+yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
+{
+    if (self == NULL)
+        return yt__null_arg("flatten", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&start_dim, self->dim, "flatten", "start_dim") != YT_OK)
+        return NULL;
+    if (yt__wrap_dim(&end_dim, self->dim, "flatten", "end_dim") != YT_OK)
+        return NULL;
+    if (!(start_dim <= end_dim))
+        return yt__fail(YT_ERR_VALUE,
+                        "flatten: expected start_dim <= end_dim, got start_dim=%lld, end_dim=%lld",
+                        (long long)start_dim, (long long)end_dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_flatten(self, start_dim, end_dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
+ * from ops.yaml:1648 */
+yt_tensor *
+yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
+{
+    if (self == NULL)
+        return yt__null_arg("unflatten", "self"); /* keeps an earlier error */
+    if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "unflatten: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+                        sizes_len, YT_MAX_DIM);
+    if (yt__wrap_dim(&dim, self->dim, "unflatten", "dim") != YT_OK)
+        return NULL;
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "unflatten: self must be at least 1-D, got %d-D", self->dim);
+    if (!(sizes_len >= 1))
+        return yt__fail(YT_ERR_SHAPE, "unflatten: expected len(sizes) >= 1, got len(sizes)=%d",
+                        sizes_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_unflatten(self, dim, sizes, sizes_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* broadcast_to(Tensor self, int[] size) -> Tensor
+ * from ops.yaml:1666 */
+yt_tensor *
+yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
+{
+    if (self == NULL)
+        return yt__null_arg("broadcast_to", "self"); /* keeps an earlier error */
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "broadcast_to: size has %d entries (expected 0..%d, non-NULL when > 0)",
+                        size_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_broadcast_to(self, size, size_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* narrow(Tensor self, int dim, int start, int length) -> Tensor
+ * from ops.yaml:1678 */
+yt_tensor *
+yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
+{
+    if (self == NULL)
+        return yt__null_arg("narrow", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "narrow", "dim") != YT_OK)
+        return NULL;
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "narrow: self must be at least 1-D, got %d-D", self->dim);
+    if (!(length >= 0))
+        return yt__fail(YT_ERR_VALUE, "narrow: expected length >= 0, got length=%lld",
+                        (long long)length);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_narrow(self, dim, start, length);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* repeat(Tensor self, int[] repeats) -> Tensor
+ * from ops.yaml:1696 */
+yt_tensor *
+yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
+{
+    if (self == NULL)
+        return yt__null_arg("repeat", "self"); /* keeps an earlier error */
+    if (repeats_len < 0 || repeats_len > YT_MAX_DIM || (repeats == NULL && repeats_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "repeat: repeats has %d entries (expected 0..%d, non-NULL when > 0)",
+                        repeats_len, YT_MAX_DIM);
+    if (!(repeats_len >= self->dim))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "repeat: expected len(repeats) >= self.dim, got len(repeats)=%d, self.dim=%d",
+            repeats_len, self->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_repeat(self, repeats, repeats_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * from ops.yaml:1713; backward from derivatives.yaml:452 */
+yt_tensor *
+yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    if (self == NULL)
+        return yt__null_arg("flip", "self"); /* keeps an earlier error */
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "flip: dims has %d entries (expected 0..%d, non-NULL when > 0)", dims_len,
+                        YT_MAX_DIM);
+    int64_t dims_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dims_len; i++)
+        dims_wrapped[i] = dims[i];
+    if (yt__wrap_dims(dims_wrapped, dims_len, self->dim, "flip", "dims") != YT_OK)
+        return NULL;
+    dims = dims_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__flip_kernel_fn kernel = yt__flip_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "flip: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dims, dims_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_flip(result, self, dims, dims_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * from ops.yaml:1727; backward from derivatives.yaml:455 */
+yt_tensor *
+yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
+{
+    return yt_roll_ex(self, shifts, shifts_len, NULL, 0);
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * from ops.yaml:1727; backward from derivatives.yaml:455 */
+yt_tensor *
+yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
+           int dims_len)
+{
+    if (self == NULL)
+        return yt__null_arg("roll", "self"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll: dims has %d entries (expected 0..%d, non-NULL when > 0)", dims_len,
+                        YT_MAX_DIM);
+    int64_t dims_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dims_len; i++)
+        dims_wrapped[i] = dims[i];
+    if (yt__wrap_dims(dims_wrapped, dims_len, self->dim, "roll", "dims") != YT_OK)
+        return NULL;
+    dims = dims_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(shifts_len >= 1))
+        return yt__fail(YT_ERR_SHAPE, "roll: expected len(shifts) >= 1, got len(shifts)=%d",
+                        shifts_len);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__roll_kernel_fn kernel = yt__roll_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "roll: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, shifts, shifts_len, dims, dims_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_roll(result, self, shifts, shifts_len, dims, dims_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:1752; backward from derivatives.yaml:458 */
+yt_tensor *
+yt_tril(yt_tensor *self)
+{
+    return yt_tril_ex(self, 0);
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:1752; backward from derivatives.yaml:458 */
+yt_tensor *
+yt_tril_ex(yt_tensor *self, int64_t diagonal)
+{
+    if (self == NULL)
+        return yt__null_arg("tril", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "tril: self must be at least 2-D, got %d-D", self->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__tril_kernel_fn kernel = yt__tril_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "tril: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_tril(result, self, diagonal) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:1768; backward from derivatives.yaml:461 */
+yt_tensor *
+yt_triu(yt_tensor *self)
+{
+    return yt_triu_ex(self, 0);
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:1768; backward from derivatives.yaml:461 */
+yt_tensor *
+yt_triu_ex(yt_tensor *self, int64_t diagonal)
+{
+    if (self == NULL)
+        return yt__null_arg("triu", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "triu: self must be at least 2-D, got %d-D", self->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__triu_kernel_fn kernel = yt__triu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "triu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_triu(result, self, diagonal) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * from ops.yaml:1784 */
+yt_tensor *
+yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
+{
+    return yt_pad_ex(self, pad, pad_len, NULL, NULL);
+}
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * from ops.yaml:1784 */
+yt_tensor *
+yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
+{
+    if (self == NULL)
+        return yt__null_arg("pad", "self"); /* keeps an earlier error */
+    if (pad_len < 0 || pad_len > YT_MAX_DIM || (pad == NULL && pad_len > 0))
+        return yt__fail(YT_ERR_VALUE, "pad: pad has %d entries (expected 0..%d, non-NULL when > 0)",
+                        pad_len, YT_MAX_DIM);
+    if (mode == NULL)
+        mode = "constant";
+    else if (strcmp(mode, "constant") == 0)
+        mode = "constant";
+    else if (strcmp(mode, "reflect") == 0)
+        mode = "reflect";
+    else if (strcmp(mode, "replicate") == 0)
+        mode = "replicate";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "pad: mode must be one of 'constant', 'reflect', 'replicate', got '%s'",
+                        mode);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_pad(self, pad, pad_len, mode, value);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1803; backward from derivatives.yaml:464 */
+yt_tensor *
+yt_cat(yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_cat_ex(tensors, tensors_len, 0);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1803; backward from derivatives.yaml:464 */
+yt_tensor *
+yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "cat: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                        tensors_len);
+    if (tensors_len == 0)
+        return yt__fail(YT_ERR_VALUE, "cat: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_arg("cat", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail(YT_ERR_DEVICE, "cat: tensors[%d] is on %s but tensors[0] is on %s", i,
+                            yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_cat(&result_shape, "cat", tensors, tensors_len, dim) != YT_OK)
+        return NULL;
+    yt_device result_device = tensors[0]->device;
+    yt__cat_kernel_fn kernel = yt__cat_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "cat: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(tensors_len, tensors);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, tensors, tensors_len, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_cat(result, tensors, tensors_len, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1803; backward from derivatives.yaml:464 */
+yt_status
+yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_cat_ex_out(out, tensors, tensors_len, 0);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1803; backward from derivatives.yaml:464 */
+yt_status
+yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (out == NULL)
+        return yt__null_status("cat_out", "out"); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "cat_out: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                               tensors_len);
+    if (tensors_len == 0)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "cat_out: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_status("cat_out", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail_status(
+                YT_ERR_DEVICE, "cat_out: tensors[%d] is on %s but tensors[0] is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    if (out->device != tensors[0]->device)
+        return yt__fail_status(YT_ERR_DEVICE, "cat_out: out is on %s but tensors[0] is on %s",
+                               yt_device_name(out->device), yt_device_name(tensors[0]->device));
+    yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_cat(&result_shape, "cat_out", tensors, tensors_len, dim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = tensors[0]->device;
+    yt__cat_kernel_fn kernel = yt__cat_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "cat_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[1] = {
+        out,
+    };
+    if (yt__any_requires_grad(1, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "cat_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "cat_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, tensors, tensors_len, dim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1826 */
+yt_tensor *
+yt_stack(yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_stack_ex(tensors, tensors_len, 0);
+}
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:1826 */
+yt_tensor *
+yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "stack: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                        tensors_len);
+    if (tensors_len == 0)
+        return yt__fail(YT_ERR_VALUE, "stack: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_arg("stack", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail(YT_ERR_DEVICE, "stack: tensors[%d] is on %s but tensors[0] is on %s", i,
+                            yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_stack(tensors, tensors_len, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * from ops.yaml:1839 */
+int64_t
+yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_split_ex(self, split_size, 0, out, out_capacity);
+}
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * from ops.yaml:1839 */
+int64_t
+yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "split: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("split", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "split", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_split(self, split_size, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * from ops.yaml:1852 */
+int64_t
+yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_chunk_ex(self, chunks, 0, out, out_capacity);
+}
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * from ops.yaml:1852 */
+int64_t
+yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "chunk: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("chunk", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "chunk", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_chunk(self, chunks, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * from ops.yaml:1865 */
+int64_t
+yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_unbind_ex(self, 0, out, out_capacity);
+}
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * from ops.yaml:1865 */
+int64_t
+yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "unbind: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("unbind", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "unbind", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_unbind(self, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
 }

@@ -562,6 +562,23 @@ static const op_info registry[] = {
             "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
     },
     {
+        .schema =
+            "logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .doc =
+            "Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced dims.",
+    },
+    {
+        .schema =
+            "var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor",
+        .doc = "Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.",
+    },
+    {
+        .schema =
+            "std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor",
+        .doc =
+            "Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as PyTorch).",
+    },
+    {
         .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
         .doc =
             "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",
@@ -649,6 +666,307 @@ static const op_info registry[] = {
     {
         .schema = "contiguous(Tensor self) -> Tensor",
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
+    },
+    {
+        .schema = "flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor",
+        .doc =
+            "Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a 0-D tensor becomes 1-D.",
+    },
+    {
+        .schema = "unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor",
+        .doc = "A view splitting dimension `dim` into `sizes` (one entry may be -1).",
+    },
+    {
+        .schema = "broadcast_to(Tensor self, int[] size) -> Tensor",
+        .doc = "A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).",
+    },
+    {
+        .schema = "narrow(Tensor self, int dim, int start, int length) -> Tensor",
+        .doc =
+            "A view of `length` elements from `start` (negative counts from the end) along `dim`.",
+    },
+    {
+        .schema = "repeat(Tensor self, int[] repeats) -> Tensor",
+        .doc =
+            "A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add dimensions).",
+    },
+    {
+        .schema = "flip(Tensor self, int[] dims) -> Tensor",
+        .doc =
+            "A copy of `self` with the order of elements reversed along each dimension in `dims`.",
+    },
+    {
+        .schema = "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor",
+        .doc =
+            "A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened tensor when `dims` is empty).",
+    },
+    {
+        .schema = "roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor",
+        .doc = "Gradient of roll: `grad` rolled back by -shifts.",
+    },
+    {
+        .schema = "tril(Tensor self, int diagonal=0) -> Tensor",
+        .doc =
+            "A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.",
+    },
+    {
+        .schema = "triu(Tensor self, int diagonal=0) -> Tensor",
+        .doc =
+            "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
+    },
+    {
+        .schema = "pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor",
+        .doc =
+            "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None; negative pads crop), by reflection without repeating the edge, or by repeating the edge.",
+    },
+    {
+        .schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
+        .doc =
+            "Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped, as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.",
+    },
+    {
+        .schema = "cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]",
+        .doc =
+            "Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped 1-D empty inputs).",
+    },
+    {
+        .schema = "stack(Tensor[] tensors, int dim=0) -> Tensor",
+        .doc = "Joins equally shaped `tensors` along a new dimension `dim`.",
+    },
+    {
+        .schema = "split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",
+        .doc =
+            "Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the number of pieces.",
+    },
+    {
+        .schema = "chunk(Tensor self, int chunks, int dim=0) -> Tensor[]",
+        .doc = "`self` split into at most `chunks` views of ceil(size / chunks) along `dim`.",
+    },
+    {
+        .schema = "unbind.int(Tensor self, int dim=0) -> Tensor[]",
+        .doc = "The views self.select(dim, i) for every i, one dimension fewer each.",
+    },
+    {
+        .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
+        .doc =
+            "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
+    },
+    {
+        .schema =
+            "index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along `dim`.",
+    },
+    {
+        .schema =
+            "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+        .doc =
+            "A copy of `self` with alpha times the slices of `source` added at the positions `index` along `dim` (repeated positions accumulate).",
+    },
+    {
+        .schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+        .doc =
+            "A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with repeated positions, which write wins is unspecified).",
+    },
+    {
+        .schema = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+        .doc =
+            "result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's rank and values in 0..size-1.",
+    },
+    {
+        .schema = "gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.",
+    },
+    {
+        .schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+        .doc =
+            "A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims); with repeated positions, which write wins is unspecified.",
+    },
+    {
+        .schema =
+            "scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to `src_sizes` (src may be larger than index).",
+    },
+    {
+        .schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+        .doc = "A copy of `self` with `value` written at the positions `index` names along `dim`.",
+    },
+    {
+        .schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+        .doc =
+            "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
+    },
+    {
+        .schema =
+            "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+        .doc =
+            "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
+    },
+    {
+        .schema =
+            "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names (none into padding_idx), divided by each index's count when scale_grad_by_freq.",
+    },
+    {
+        .schema =
+            "embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).",
+    },
+    {
+        .schema =
+            "embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at padding_idx, divided by the counts when scale_grad_by_freq.",
+    },
+    {
+        .schema = "one_hot(Tensor self, int num_classes=-1) -> Tensor",
+        .doc =
+            "An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self` (num_classes=-1: the largest value + 1).",
+    },
+    {
+        .schema = "nonzero(Tensor self) -> Tensor",
+        .doc =
+            "The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.",
+    },
+    {
+        .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
+        .doc =
+            "A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.",
+    },
+    {
+        .schema = "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        .doc =
+            "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
+    },
+    {
+        .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+        .doc =
+            "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
+    },
+    {
+        .schema =
+            "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+        .doc =
+            "A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when `accumulate` (repeated positions then add up).",
+    },
+    {
+        .schema =
+            "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "`self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal values keep their order); NaN sorts above every number, as in PyTorch.",
+    },
+    {
+        .schema =
+            "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents intent).",
+    },
+    {
+        .schema =
+            "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+        .doc =
+            "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
+    },
+    {
+        .schema =
+            "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+        .doc =
+            "2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the input when averaging; divisor_override replaces the count.",
+    },
+    {
+        .schema = "adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor",
+        .doc =
+            "2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) .. ceil((i + 1) H / oH) and the same for columns.",
+    },
+    {
+        .schema =
+            "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+        .doc =
+            "Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.",
+    },
+    {
+        .schema =
+            "adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor",
+        .doc =
+            "Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and width).",
+    },
+    {
+        .schema =
+            "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        .doc =
+            "Gradient of max_pool2d with respect to self: zeros with each output gradient added at its window's maximum (`indices`, i64 positions within each plane, range-checked).",
+    },
+    {
+        .schema = "max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor",
+        .doc =
+            "The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked) of max pooling: the derivative of max_pool2d's backward with respect to its gradient.",
+    },
+    {
+        .schema =
+            "max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor",
+        .doc =
+            "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
+    },
+    {
+        .schema =
+            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out, C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value for both, or none for the default (stride 1, padding 0, dilation 1).",
+    },
+    {
+        .schema =
+            "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
+    },
+    {
+        .schema =
+            "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus bias (conv2d over a height of 1).",
+    },
+    {
+        .schema =
+            "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding=\"valid\", int[1] dilation=[], int groups=1) -> Tensor",
+        .doc = "conv1d with padding \"valid\" or \"same\" (see conv2d.padding).",
+    },
+    {
+        .schema =
+            "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
+        .doc =
+            "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride) adds rows/columns at the bottom/right.",
+    },
+    {
+        .schema =
+            "conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of grad_output with weight.",
+    },
+    {
+        .schema =
+            "conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.",
+    },
+    {
+        .schema = "conv2d_backward_bias(Tensor grad_output) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel dim (-3).",
+    },
+    {
+        .schema =
+            "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size, padding (at most half the kernel) to 0, dilation to 1.",
+    },
+    {
+        .schema =
+            "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor",
+        .doc = "2-D max pooling (max_pool2d_with_indices without the indices).",
     },
     {
         .schema = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",

@@ -240,6 +240,41 @@ YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, in
 YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
                                            yt_tensor *target, yt_tensor *weight,
                                            const char *reduction);
+/* Result shapes of the indexing ops (kernels/cpu/index_shapes.c); they also check the index
+ * tensor's rank and the sizes it must agree with. */
+YT_INTERNAL yt_status yt__shape_index_select(yt_shape *out, const char *op, yt_tensor *self,
+                                             int64_t dim, yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim,
+                                       yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_cat(yt_shape *out, const char *op, yt_tensor *const *tensors,
+                                    int tensors_len, int64_t dim);
+YT_INTERNAL yt_status yt__shape_topk(yt_shape *out, const char *op, yt_tensor *self, int64_t k,
+                                     int64_t dim);
+YT_INTERNAL yt_status yt__shape_embedding(yt_shape *out, const char *op, yt_tensor *weight,
+                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__shape_embedding_dense_backward(yt_shape *out, const char *op,
+                                                         yt_tensor *grad_output, yt_tensor *indices,
+                                                         int64_t num_weights);
+/* Convolution and pooling shapes (kernels/cpu/conv_shape.c): every geometry argument is
+ * validated (ranks, stride/padding/dilation/groups, kernel larger than the padded input). */
+YT_INTERNAL yt_status yt__shape_conv2d(yt_shape *out, const char *op, yt_tensor *input,
+                                       yt_tensor *weight, const int64_t *stride, int stride_len,
+                                       const int64_t *padding, int padding_len,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__shape_pool2d(yt_shape *out, const char *op, yt_tensor *self,
+                                       const int64_t *kernel_size, int kernel_size_len,
+                                       const int64_t *stride, int stride_len,
+                                       const int64_t *padding, int padding_len,
+                                       const int64_t *dilation, int dilation_len, bool ceil_mode);
+YT_INTERNAL yt_status yt__shape_avg_pool2d(yt_shape *out, const char *op, yt_tensor *self,
+                                           const int64_t *kernel_size, int kernel_size_len,
+                                           const int64_t *stride, int stride_len,
+                                           const int64_t *padding, int padding_len, bool ceil_mode,
+                                           int64_t divisor_override);
+YT_INTERNAL yt_status yt__shape_adaptive_pool2d(yt_shape *out, const char *op, yt_tensor *self,
+                                                const int64_t *output_size, int output_size_len);
+/* The shape of `t` (for ops whose result is shaped like a tensor argument other than the first). */
+YT_INTERNAL yt_status yt__shape_like(yt_shape *out, const char *op, yt_tensor *t);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */

@@ -12075,518 +12075,3420 @@ call_contiguous_1292(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softmax_1293(yt_tensor *const *inputs, void *ctx)
+call_flatten_1293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 2);
+}
+
+static yt_tensor *
+call_flatten_1294(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, 1);
+}
+
+static yt_tensor *
+call_flatten_1297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+error_flatten_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 2, 1);
+}
+
+static yt_tensor *
+error_flatten_1299(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 7, 2);
+}
+
+static yt_tensor *
+error_flatten_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 7);
+}
+
+static yt_tensor *
+call_unflatten_1301(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {-1, 2};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {3, 2};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {0, 5};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+error_unflatten_1305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {1};
+    return yt_unflatten(inputs[0], 0, sizes, 1);
+}
+
+static yt_tensor *
+error_unflatten_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_unflatten(inputs[0], 0, NULL, 0);
+}
+
+static yt_tensor *
+error_unflatten_1307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 7, sizes, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1309(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 4};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 5};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 0};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_narrow_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 1, 3);
+}
+
+static yt_tensor *
+call_narrow_1313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, -3, 2);
+}
+
+static yt_tensor *
+call_narrow_1314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 2, 0);
+}
+
+static yt_tensor *
+call_narrow_1315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, 3, 0);
+}
+
+static yt_tensor *
+error_narrow_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, 1);
+}
+
+static yt_tensor *
+error_narrow_1317(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, -1);
+}
+
+static yt_tensor *
+error_narrow_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 7, 1, 3);
+}
+
+static yt_tensor *
+call_repeat_1319(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 1, 2};
+    return yt_repeat(inputs[0], repeats, 3);
+}
+
+static yt_tensor *
+call_repeat_1321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {1, 3};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1322(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1323(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {3};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_repeat_1324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {0};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+error_repeat_1325(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_flip_1326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1327(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0, -1};
+    return yt_flip(inputs[0], dims, 2);
+}
+
+static yt_tensor *
+call_flip_1328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1330(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flip(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_flip_1331(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {7};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_roll_1332(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {-5};
+    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
+}
+
+static yt_tensor *
+call_roll_1334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1, 2};
+    static const int64_t dims[] = {0, 2};
+    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
+}
+
+static yt_tensor *
+call_roll_1335(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {2};
+    static const int64_t dims[] = {0};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+error_roll_1337(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
+}
+
+static yt_tensor *
+error_roll_1338(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {7};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_tril_1339(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_tril_1341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_tril_1342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1343(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -7);
+}
+
+static yt_tensor *
+error_tril_1344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_triu_1347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_triu_1348(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1349(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 9);
+}
+
+static yt_tensor *
+error_triu_1350(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_pad_1351(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1352(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 0, -1, 2};
+    const double value_value = 1.5;
+    return yt_pad_ex(inputs[0], pad, 4, NULL, &value_value);
+}
+
+static yt_tensor *
+call_pad_1353(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1, 1, 1};
+    return yt_pad_ex(inputs[0], pad, 4, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1354(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 1};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1355(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1};
+    return yt_pad_ex(inputs[0], pad, 2, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1356(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2, 3, 1};
+    return yt_pad_ex(inputs[0], pad, 4, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1357(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 3};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+call_pad_1358(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+error_pad_1359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "no_such_choice", NULL);
+}
+
+static yt_tensor *
+call_cat_1360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1361(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1362(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+out_cat_1363(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1364(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+out_cat_1365(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, 0);
+}
+
+static yt_tensor *
+out_cat_1367(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1369(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_stack_1370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_1372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_1373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+/* -> Tensor[] cases: one tensor from the pieces, sum_i (i + 1) * sum(piece_i), so that every
+ * piece's gradient is checked (and told apart); NULL when the call failed. */
+static yt_tensor *
+weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
+{
+    if (n < 0)
+        return NULL;
+    yt_tensor *total = yt_sum(first);
+    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));
+    yt_release(total);
+    for (int64_t i = 0; i < n; i++) {
+        yt_tensor *sum = yt_sum(pieces[i]);
+        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));
+        yt_tensor *next = yt_add(acc, term);
+        yt_release(sum);
+        yt_release(term);
+        yt_release(acc);
+        yt_release(pieces[i]);
+        acc = next;
+    }
+    return acc;
+}
+
+static yt_tensor *
+call_split_1375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 3, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 3, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 3, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 4, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 4, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 4, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 4, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 4, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 4, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1387(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 3, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 3, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 3, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1389(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1391(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_index_select_1399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1400(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1404(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1406(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1408(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1410(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_1411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 7, inputs[1]);
+}
+
+static yt_tensor *
+call_index_add_1413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1414(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
+}
+
+static yt_tensor *
+out_index_add_1416(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1418(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1420(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1422(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_1423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_index_copy_1425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1426(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1428(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1430(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_copy_1431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_index_copy_1432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_gather_1433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1434(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1436(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], -1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1438(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1440(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1442(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gather_1443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+error_gather_1444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 7, inputs[1], false);
+}
+
+static yt_tensor *
+call_scatter_1445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1446(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1448(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1450(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1452(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_1453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_1454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_scatter_value_1455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_scatter_value_1456(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
+}
+
+static yt_tensor *
+out_scatter_value_1458(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
+}
+
+static yt_tensor *
+out_scatter_value_1460(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_value_1461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_scatter_value_1462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_scatter_add_1463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1464(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1466(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1468(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1470(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1471(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1472(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_add_1473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_add_1474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_embedding_1475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1477(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+}
+
+static yt_tensor *
+error_embedding_1481(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
+}
+
+static yt_tensor *
+error_embedding_dense_backward_1484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_one_hot_1485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_one_hot_1486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 6);
+}
+
+static yt_tensor *
+call_one_hot_1487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+call_one_hot_1488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+error_one_hot_1489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_nonzero_1490(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1491(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1492(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1493(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_masked_select_1494(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1495(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1496(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1497(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1499(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_argsort_1501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1502(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1503(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1505(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_index_1506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1507(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1508(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1509(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1511(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_1512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1513(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1514(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_1515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_1516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_1517(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1520(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1523(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1526(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1532(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1538(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_avg_pool2d_1541(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, true, false, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, true, true, 4);
+}
+
+static yt_tensor *
+call_avg_pool2d_1544(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2, 2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4, 3};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2, true,
+                                  false, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_backward_1557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_backward_1558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_backward_1559(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+call_conv2d_1560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_1562(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t padding[] = {1, 0};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1565(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t dilation[] = {2, 1};
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_1566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1568(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_1569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1570(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1571(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {3, 1};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_padding_1572(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1573(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1574(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1575(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1576(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1577(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    static const int64_t dilation[] = {3};
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, dilation, 1, 2);
+}
+
+static yt_tensor *
+call_conv1d_1579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1580(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1583(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_padding_1584(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1586(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1587(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1590(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 3};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 2, dilation, 2);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, stride, 1, padding, 1, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1593(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1594(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1595(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1596(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1597(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 4, 7, 6};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_input_1599(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1600(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1601(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {6, 2, 3, 3};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_weight_1602(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1603(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1604(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1606(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1607(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1608(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1609(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1610(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1611(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1612(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1613(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1614(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1615(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1616(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false, &r[0],
+                                      &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1617(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_1618(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_max_pool2d_1619(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2, true);
+}
+
+static yt_tensor *
+call_max_pool2d_1620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0, true);
+}
+
+static yt_tensor *
+error_max_pool2d_1621(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1622(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1623(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_softmax_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1294(yt_tensor *const *inputs, void *ctx)
+call_softmax_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1295(yt_tensor *const *inputs, void *ctx)
+call_softmax_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1296(yt_tensor *const *inputs, void *ctx)
+call_softmax_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1297(yt_tensor *const *inputs, void *ctx)
+call_softmax_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1298(yt_tensor *const *inputs, void *ctx)
+error_softmax_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1299(yt_tensor *const *inputs, void *ctx)
+error_softmax_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1300(yt_tensor *const *inputs, void *ctx)
+error_softmax_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1301(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1302(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1303(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1304(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1305(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1306(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1307(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1308(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1309(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1310(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1311(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1312(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1313(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1314(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1315(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1316(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1317(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1318(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1319(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1320(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1321(yt_tensor *const *inputs, void *ctx)
+call_dropout_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1322(yt_tensor *const *inputs, void *ctx)
+call_dropout_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1323(yt_tensor *const *inputs, void *ctx)
+call_dropout_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1324(yt_tensor *const *inputs, void *ctx)
+call_dropout_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1325(yt_tensor *const *inputs, void *ctx)
+call_dropout_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1326(yt_tensor *const *inputs, void *ctx)
+error_dropout_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1327(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1328(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1329(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1330(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1331(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1332(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1333(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1334(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1335(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1336(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1337(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1338(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1339(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1340(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1341(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1342(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1343(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1344(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1345(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1346(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1347(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1348(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1349(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1350(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1351(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1352(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1353(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1354(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1355(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1356(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1357(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1358(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1359(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1360(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1361(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1362(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1363(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1364(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1365(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1366(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -12594,28 +15496,28 @@ call_binary_cross_entropy_with_logits_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1367(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1368(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1369(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1370(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -12623,245 +15525,245 @@ error_binary_cross_entropy_with_logits_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1371(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1372(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1373(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1374(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1375(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1376(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1377(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1378(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1379(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1380(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1381(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1382(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1383(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1384(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1385(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1386(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1387(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1388(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1389(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1390(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1391(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1392(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1393(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1394(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1395(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1396(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1397(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1398(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1399(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1400(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1401(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1402(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1403(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1404(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1405(yt_tensor *const *inputs, void *ctx)
+call_empty_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12870,7 +15772,7 @@ call_empty_1405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1406(yt_tensor *const *inputs, void *ctx)
+call_empty_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12879,7 +15781,7 @@ call_empty_1406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1407(yt_tensor *const *inputs, void *ctx)
+call_empty_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12887,7 +15789,7 @@ call_empty_1407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1408(yt_tensor *const *inputs, void *ctx)
+call_zeros_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12896,7 +15798,7 @@ call_zeros_1408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1409(yt_tensor *const *inputs, void *ctx)
+call_ones_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12905,7 +15807,7 @@ call_ones_1409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1410(yt_tensor *const *inputs, void *ctx)
+call_full_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12914,7 +15816,7 @@ call_full_1410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1411(yt_tensor *const *inputs, void *ctx)
+call_full_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12923,7 +15825,7 @@ call_full_1411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1412(yt_tensor *const *inputs, void *ctx)
+call_full_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -12932,77 +15834,77 @@ call_full_1412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1413(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1414(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1415(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1416(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1417(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1418(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1419(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1420(yt_tensor *const *inputs, void *ctx)
+call_full_like_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1421(yt_tensor *const *inputs, void *ctx)
+call_full_like_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1422(yt_tensor *const *inputs, void *ctx)
+call_full_like_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1423(yt_tensor *const *inputs, void *ctx)
+call_arange_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13010,7 +15912,7 @@ call_arange_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1424(yt_tensor *const *inputs, void *ctx)
+call_linspace_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13018,7 +15920,7 @@ call_linspace_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1425(yt_tensor *const *inputs, void *ctx)
+call_linspace_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13026,7 +15928,7 @@ call_linspace_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1426(yt_tensor *const *inputs, void *ctx)
+call_linspace_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13034,7 +15936,7 @@ call_linspace_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1427(yt_tensor *const *inputs, void *ctx)
+call_eye_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13042,7 +15944,7 @@ call_eye_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1428(yt_tensor *const *inputs, void *ctx)
+call_eye_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13050,7 +15952,7 @@ call_eye_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1429(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13058,7 +15960,7 @@ call_eye_m_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1430(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13066,7 +15968,7 @@ call_eye_m_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1431(yt_tensor *const *inputs, void *ctx)
+call_rand_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13075,7 +15977,7 @@ call_rand_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1432(yt_tensor *const *inputs, void *ctx)
+error_rand_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13084,7 +15986,7 @@ error_rand_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1433(yt_tensor *const *inputs, void *ctx)
+call_randn_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13093,7 +15995,7 @@ call_randn_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1434(yt_tensor *const *inputs, void *ctx)
+error_randn_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13102,35 +16004,35 @@ error_randn_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1435(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1436(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1437(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1438(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1439(yt_tensor *const *inputs, void *ctx)
+call_randint_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13139,7 +16041,7 @@ call_randint_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1440(yt_tensor *const *inputs, void *ctx)
+call_randint_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13148,7 +16050,7 @@ call_randint_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1441(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13157,7 +16059,7 @@ call_randint_low_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1442(yt_tensor *const *inputs, void *ctx)
+call_randperm_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13165,7 +16067,7 @@ call_randperm_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1443(yt_tensor *const *inputs, void *ctx)
+call_randperm_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13173,14 +16075,14 @@ call_randperm_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1444(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1445(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13192,14 +16094,14 @@ inplace_bernoulli_p_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1446(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1447(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13211,14 +16113,14 @@ inplace_bernoulli_p_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1448(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1449(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13230,14 +16132,14 @@ inplace_bernoulli_p_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1450(yt_tensor *const *inputs, void *ctx)
+call_normal_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1451(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13249,14 +16151,14 @@ inplace_normal_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1452(yt_tensor *const *inputs, void *ctx)
+call_normal_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1453(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13268,14 +16170,14 @@ inplace_normal_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1454(yt_tensor *const *inputs, void *ctx)
+call_normal_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1455(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13287,21 +16189,21 @@ inplace_normal_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1456(yt_tensor *const *inputs, void *ctx)
+error_normal_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1457(yt_tensor *const *inputs, void *ctx)
+call_uniform_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1458(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13313,14 +16215,14 @@ inplace_uniform_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1459(yt_tensor *const *inputs, void *ctx)
+call_uniform_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1460(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13332,14 +16234,14 @@ inplace_uniform_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1461(yt_tensor *const *inputs, void *ctx)
+call_uniform_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1462(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -13351,14 +16253,14 @@ inplace_uniform_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1463(yt_tensor *const *inputs, void *ctx)
+error_uniform_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1464(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -13366,7 +16268,7 @@ call_sum_to_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1465(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -13374,7 +16276,7 @@ call_sum_to_1465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1466(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -18682,131 +21584,131 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1188 sample 0",
+        .where = "ops.yaml:1189 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1150,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1188 sample 1",
+        .where = "ops.yaml:1189 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1151,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1188 sample 2",
+        .where = "ops.yaml:1189 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_logsumexp_1152,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1188 sample 3",
+        .where = "ops.yaml:1189 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1153,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1201 sample 0",
+        .where = "ops.yaml:1203 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1156,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1201 sample 1",
+        .where = "ops.yaml:1203 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1157,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1201 sample 2",
+        .where = "ops.yaml:1203 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_var_1158,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1201 sample 3",
+        .where = "ops.yaml:1203 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1159,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1215 sample 0",
+        .where = "ops.yaml:1218 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1162,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1215 sample 1",
+        .where = "ops.yaml:1218 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1163,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1215 sample 2",
+        .where = "ops.yaml:1218 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_std_1164,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1233 sample 0",
+        .where = "ops.yaml:1236 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1167,
@@ -18817,7 +21719,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1233 sample 1",
+        .where = "ops.yaml:1236 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1168,
@@ -18828,7 +21730,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1233 sample 2",
+        .where = "ops.yaml:1236 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18840,7 +21742,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1233 sample 3",
+        .where = "ops.yaml:1236 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1170,
@@ -18851,7 +21753,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1299 sample 0",
+        .where = "ops.yaml:1323 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -18863,7 +21765,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1299 sample 1",
+        .where = "ops.yaml:1323 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18877,7 +21779,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1299 sample 2",
+        .where = "ops.yaml:1323 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -18889,7 +21791,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1299 sample 3",
+        .where = "ops.yaml:1323 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -18901,7 +21803,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 0",
+        .where = "ops.yaml:1341 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -18913,7 +21815,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 1",
+        .where = "ops.yaml:1341 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18925,7 +21827,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 2",
+        .where = "ops.yaml:1341 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18937,7 +21839,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 3",
+        .where = "ops.yaml:1341 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -18949,7 +21851,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 4",
+        .where = "ops.yaml:1341 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -18961,7 +21863,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 5",
+        .where = "ops.yaml:1341 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -18973,7 +21875,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 6",
+        .where = "ops.yaml:1341 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -18989,7 +21891,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 7",
+        .where = "ops.yaml:1341 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -19001,7 +21903,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 8",
+        .where = "ops.yaml:1341 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -19013,7 +21915,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 9",
+        .where = "ops.yaml:1341 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -19029,7 +21931,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1317 sample 10",
+        .where = "ops.yaml:1341 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -19041,7 +21943,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1347 sample 0",
+        .where = "ops.yaml:1371 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -19053,7 +21955,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1347 sample 1",
+        .where = "ops.yaml:1371 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -19073,7 +21975,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1347 sample 2",
+        .where = "ops.yaml:1371 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -19085,7 +21987,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1347 sample 3",
+        .where = "ops.yaml:1371 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
@@ -19097,7 +21999,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1374 sample 0",
+        .where = "ops.yaml:1398 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19110,7 +22012,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1374 sample 1",
+        .where = "ops.yaml:1398 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19125,7 +22027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1374 sample 2",
+        .where = "ops.yaml:1398 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19138,7 +22040,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1374 sample 3",
+        .where = "ops.yaml:1398 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
@@ -19151,7 +22053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1374 sample 4",
+        .where = "ops.yaml:1398 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -19164,7 +22066,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1406 sample 0",
+        .where = "ops.yaml:1430 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -19177,7 +22079,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1406 sample 1",
+        .where = "ops.yaml:1430 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -19194,7 +22096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1406 sample 2",
+        .where = "ops.yaml:1430 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -19211,7 +22113,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1406 sample 3",
+        .where = "ops.yaml:1430 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
@@ -19224,7 +22126,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1406 sample 4",
+        .where = "ops.yaml:1430 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -19237,7 +22139,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1427 sample 0",
+        .where = "ops.yaml:1451 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -19249,7 +22151,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1427 sample 1",
+        .where = "ops.yaml:1451 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -19261,7 +22163,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1427 sample 2",
+        .where = "ops.yaml:1451 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
@@ -19273,7 +22175,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1444 sample 0",
+        .where = "ops.yaml:1468 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19285,7 +22187,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1444 sample 1",
+        .where = "ops.yaml:1468 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19297,7 +22199,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1444 sample 2",
+        .where = "ops.yaml:1468 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
@@ -19309,7 +22211,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1484 sample 0",
+        .where = "ops.yaml:1508 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1262,
@@ -19320,7 +22222,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1484 sample 1",
+        .where = "ops.yaml:1508 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1263,
@@ -19331,7 +22233,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1495 sample 0",
+        .where = "ops.yaml:1519 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1265,
@@ -19342,7 +22244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1495 sample 1",
+        .where = "ops.yaml:1519 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1266,
@@ -19353,7 +22255,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1509 sample 0",
+        .where = "ops.yaml:1533 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_1269,
@@ -19364,7 +22266,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1518 sample 0",
+        .where = "ops.yaml:1542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1272,
@@ -19375,7 +22277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1518 sample 1",
+        .where = "ops.yaml:1542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1273,
@@ -19386,7 +22288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1528 sample 0",
+        .where = "ops.yaml:1552 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_1274,
@@ -19397,7 +22299,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1528 sample 1",
+        .where = "ops.yaml:1552 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19409,7 +22311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1538 sample 0",
+        .where = "ops.yaml:1562 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1276,
@@ -19420,7 +22322,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1538 sample 1",
+        .where = "ops.yaml:1562 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1277,
@@ -19431,7 +22333,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1548 sample 0",
+        .where = "ops.yaml:1572 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_1278,
@@ -19442,7 +22344,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1558 sample 0",
+        .where = "ops.yaml:1582 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1279,
@@ -19453,7 +22355,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1558 sample 1",
+        .where = "ops.yaml:1582 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1280,
@@ -19464,7 +22366,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1569 sample 0",
+        .where = "ops.yaml:1593 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1282,
@@ -19475,7 +22377,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1569 sample 1",
+        .where = "ops.yaml:1593 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1283,
@@ -19486,7 +22388,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1583 sample 0",
+        .where = "ops.yaml:1607 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1285,
@@ -19497,7 +22399,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1583 sample 1",
+        .where = "ops.yaml:1607 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1286,
@@ -19508,7 +22410,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1594 sample 0",
+        .where = "ops.yaml:1618 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1289,
@@ -19519,7 +22421,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1594 sample 1",
+        .where = "ops.yaml:1618 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1290,
@@ -19530,7 +22432,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1604 sample 0",
+        .where = "ops.yaml:1628 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19541,101 +22443,2640 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1630 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1293,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:1630 sample 1",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1641 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1294,
+        .call = call_flatten_1293,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1630 sample 2",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1641 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1294,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1641 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1295,
+        .call = call_flatten_1295,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1630 sample 3",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1641 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1296,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1296,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1630 sample 4",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1641 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1297,
+        .call = call_flatten_1297,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:1648 sample 0",
+        .op = "unflatten.int",
+        .where = "ops.yaml:1660 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1301,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1660 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1302,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1660 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unflatten_1303,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1660 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1304,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1672 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1308,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1672 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1309,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1672 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_broadcast_to_1310,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1672 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1311,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1690 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1312,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1690 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1313,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1690 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_narrow_1314,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1690 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1315,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1319,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1320,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_repeat_1321,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1322,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1323,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1705 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1324,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1720 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1301,
+        .call = call_flip_1326,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:1648 sample 1",
+        .op = "flip",
+        .where = "ops.yaml:1720 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1302,
+        .call = call_flip_1327,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:1648 sample 2",
+        .op = "flip",
+        .where = "ops.yaml:1720 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1303,
+        .call = call_flip_1328,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:1648 sample 3",
+        .op = "flip",
+        .where = "ops.yaml:1720 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1304,
+        .call = call_flip_1329,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1720 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1330,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1737 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1332,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1737 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1333,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1737 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1334,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1737 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_roll_1335,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1737 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1336,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1761 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1339,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1761 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1340,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1761 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tril_1341,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1761 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1342,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1761 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1777 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1777 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1346,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1777 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_1347,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1777 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1348,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1777 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1349,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1351,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1352,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_pad_1353,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1354,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1355,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1356,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1357,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1791 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1358,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1811 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1360,
+        .call_inplace = NULL,
+        .call_out = out_cat_1361,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1811 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1362,
+        .call_inplace = NULL,
+        .call_out = out_cat_1363,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1811 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1364,
+        .call_inplace = NULL,
+        .call_out = out_cat_1365,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1811 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1366,
+        .call_inplace = NULL,
+        .call_out = out_cat_1367,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1811 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = call_cat_1368,
+        .call_inplace = NULL,
+        .call_out = out_cat_1369,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1832 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1370,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1832 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1371,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1832 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1372,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1832 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1373,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1832 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1374,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1846 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1375,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1846 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1377,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1846 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_1379,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1846 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1381,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1859 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1383,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1859 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1859 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_chunk_1387,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1859 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1389,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1872 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1391,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1872 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1393,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1872 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1872 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1399,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1400,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1401,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
+        .call = call_index_select_1403,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_index_select_1405,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1406,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_1407,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1889 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_1409,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1410,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1913 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1413,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1414,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1913 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1415,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1416,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1913 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_index_add_1417,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1418,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1913 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1419,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1420,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1913 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1421,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1422,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1928 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1425,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1426,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1928 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1427,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1428,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1928 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1429,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1430,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1941 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1433,
+        .call_inplace = NULL,
+        .call_out = out_gather_1434,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1941 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_gather_1435,
+        .call_inplace = NULL,
+        .call_out = out_gather_1436,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1941 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1437,
+        .call_inplace = NULL,
+        .call_out = out_gather_1438,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1941 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_1439,
+        .call_inplace = NULL,
+        .call_out = out_gather_1440,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1941 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_1441,
+        .call_inplace = NULL,
+        .call_out = out_gather_1442,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1964 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1445,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1446,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1964 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1447,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1448,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1964 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1449,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1450,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1964 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1451,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1452,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1985 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_scatter_value_1455,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1456,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1985 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_scatter_value_1457,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1458,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1985 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .call = call_scatter_value_1459,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1460,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1998 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1463,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1464,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1998 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1465,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1466,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1998 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_scatter_add_1467,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1468,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1998 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1469,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1470,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1998 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1471,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1472,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:2017 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1475,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:2017 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_I32,
+                      .transpose = true,
+                      .high = 6},
+        .call = call_embedding_1476,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:2017 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_embedding_1477,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:2017 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1478,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:2031 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_dense_backward_1482,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:2031 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_embedding_dense_backward_1483,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2058 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_one_hot_1485,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2058 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1486,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2058 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_1487,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2058 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1488,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2070 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1490,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2070 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_1491,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2070 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_1492,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2070 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1493,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2083 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1494,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2083 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1495,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2083 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1496,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2083 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1497,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2083 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1498,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2098 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1501,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2098 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1502,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2098 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1503,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2098 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1504,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2098 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1505,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {5},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .call = call_index_1506,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1507,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 2,
+                      .optional = true},
+        .call = call_index_1508,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_index_1509,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
+        .call = call_index_1510,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2112 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1511,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:2127 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1512,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:2127 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1513,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:2127 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1514,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:2127 sample 3",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1515,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:2127 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1516,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1517,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1518,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1519,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1520,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_values_1521,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_indices_1522,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1523,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1524,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1525,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2142 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1526,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2158 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_values_1527,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2158 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_indices_1528,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2158 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_values_1529,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2158 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_indices_1530,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1531,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1532,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1533,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1534,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_values_1535,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_indices_1536,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1537,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1538,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1539,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2172 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1540,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2194 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1541,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2194 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1542,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2194 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_avg_pool2d_1543,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2194 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1544,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2213 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1548,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2213 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1549,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2213 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_1550,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2213 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1551,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2228 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1555,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2228 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1556,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .where = "ops.yaml:2241 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_backward_1558,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1560,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1561,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1562,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight",
+                      .dim = 4,
+                      .sizes = {3, 2, 2, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1563,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1564,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2288 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_1565,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2310 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1570,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2310 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1571,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2310 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1572,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2330 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1577,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2330 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1578,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2330 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1579,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d.padding",
+        .where = "ops.yaml:2349 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_padding_1584,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2367 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1589,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2367 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1590,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2367 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {3, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1591,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2367 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1592,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2383 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1597,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2383 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1598,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2396 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1600,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2396 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1601,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2410 sample 0",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1603,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2410 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1604,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1607,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1608,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1609,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1610,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_values_1611,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_indices_1612,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1613,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2428 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1614,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2446 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1618,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2446 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1619,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2446 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1620,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2469 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1624,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2469 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1625,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2469 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1626,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2469 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1627,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2469 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19643,10 +25084,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1648 sample 4",
+        .where = "ops.yaml:2487 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1632,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2487 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1633,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2487 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1634,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2487 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1635,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2487 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1305,
+        .call = call_log_softmax_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19654,11 +25140,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1666 sample 0",
+        .where = "ops.yaml:2505 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1309,
+        .call = call_softmax_backward_data_1640,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19666,11 +25152,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1666 sample 1",
+        .where = "ops.yaml:2505 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1310,
+        .call = call_softmax_backward_data_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19678,7 +25164,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1666 sample 2",
+        .where = "ops.yaml:2505 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -19686,7 +25172,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1311,
+        .call = call_softmax_backward_data_1642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19694,11 +25180,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1683 sample 0",
+        .where = "ops.yaml:2522 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1315,
+        .call = call_log_softmax_backward_data_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19706,11 +25192,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1683 sample 1",
+        .where = "ops.yaml:2522 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1316,
+        .call = call_log_softmax_backward_data_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19718,7 +25204,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1683 sample 2",
+        .where = "ops.yaml:2522 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -19726,7 +25212,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1317,
+        .call = call_log_softmax_backward_data_1648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19734,10 +25220,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1722 sample 0",
+        .where = "ops.yaml:2561 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1321,
+        .call = call_dropout_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19745,11 +25231,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1722 sample 1",
+        .where = "ops.yaml:2561 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1322,
+        .call = call_dropout_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19757,10 +25243,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1722 sample 2",
+        .where = "ops.yaml:2561 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1323,
+        .call = call_dropout_1654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19768,10 +25254,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1722 sample 3",
+        .where = "ops.yaml:2561 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1324,
+        .call = call_dropout_1655,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19779,10 +25265,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1722 sample 4",
+        .where = "ops.yaml:2561 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1325,
+        .call = call_dropout_1656,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19790,11 +25276,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1736 sample 0",
+        .where = "ops.yaml:2575 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1327,
+        .call = call_mse_loss_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19802,12 +25288,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1736 sample 1",
+        .where = "ops.yaml:2575 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1328,
+        .call = call_mse_loss_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19815,11 +25301,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1736 sample 2",
+        .where = "ops.yaml:2575 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1329,
+        .call = call_mse_loss_1660,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19827,11 +25313,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1736 sample 3",
+        .where = "ops.yaml:2575 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1330,
+        .call = call_mse_loss_1661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19839,11 +25325,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1736 sample 4",
+        .where = "ops.yaml:2575 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1331,
+        .call = call_mse_loss_1662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19851,11 +25337,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1751 sample 0",
+        .where = "ops.yaml:2590 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1334,
+        .call = call_l1_loss_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19863,12 +25349,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1751 sample 1",
+        .where = "ops.yaml:2590 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1335,
+        .call = call_l1_loss_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19876,11 +25362,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1751 sample 2",
+        .where = "ops.yaml:2590 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1336,
+        .call = call_l1_loss_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19888,11 +25374,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1751 sample 3",
+        .where = "ops.yaml:2590 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1337,
+        .call = call_l1_loss_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19900,11 +25386,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1751 sample 4",
+        .where = "ops.yaml:2590 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1338,
+        .call = call_l1_loss_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19912,11 +25398,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 0",
+        .where = "ops.yaml:2605 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1341,
+        .call = call_smooth_l1_loss_1672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19924,12 +25410,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 1",
+        .where = "ops.yaml:2605 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1342,
+        .call = call_smooth_l1_loss_1673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19937,11 +25423,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 2",
+        .where = "ops.yaml:2605 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1343,
+        .call = call_smooth_l1_loss_1674,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19949,11 +25435,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 3",
+        .where = "ops.yaml:2605 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1344,
+        .call = call_smooth_l1_loss_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19961,11 +25447,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 4",
+        .where = "ops.yaml:2605 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1345,
+        .call = call_smooth_l1_loss_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19973,11 +25459,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1766 sample 5",
+        .where = "ops.yaml:2605 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1346,
+        .call = call_smooth_l1_loss_1677,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19985,11 +25471,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1782 sample 0",
+        .where = "ops.yaml:2621 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1349,
+        .call = call_huber_loss_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19997,12 +25483,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1782 sample 1",
+        .where = "ops.yaml:2621 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1350,
+        .call = call_huber_loss_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20010,11 +25496,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1782 sample 2",
+        .where = "ops.yaml:2621 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1351,
+        .call = call_huber_loss_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20022,11 +25508,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1782 sample 3",
+        .where = "ops.yaml:2621 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1352,
+        .call = call_huber_loss_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20034,11 +25520,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1782 sample 4",
+        .where = "ops.yaml:2621 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1353,
+        .call = call_huber_loss_1684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20046,11 +25532,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 0",
+        .where = "ops.yaml:2637 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1356,
+        .call = call_binary_cross_entropy_1687,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20058,12 +25544,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 1",
+        .where = "ops.yaml:2637 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1357,
+        .call = call_binary_cross_entropy_1688,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20071,13 +25557,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 2",
+        .where = "ops.yaml:2637 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1358,
+        .call = call_binary_cross_entropy_1689,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20085,11 +25571,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 3",
+        .where = "ops.yaml:2637 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1359,
+        .call = call_binary_cross_entropy_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20097,13 +25583,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 4",
+        .where = "ops.yaml:2637 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1360,
+        .call = call_binary_cross_entropy_1691,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20111,13 +25597,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1798 sample 5",
+        .where = "ops.yaml:2637 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1361,
+        .call = call_binary_cross_entropy_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20125,11 +25611,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 0",
+        .where = "ops.yaml:2653 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1364,
+        .call = call_binary_cross_entropy_with_logits_1695,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20137,14 +25623,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 1",
+        .where = "ops.yaml:2653 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1365,
+        .call = call_binary_cross_entropy_with_logits_1696,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20152,7 +25638,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 2",
+        .where = "ops.yaml:2653 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20160,7 +25646,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1366,
+        .call = call_binary_cross_entropy_with_logits_1697,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20168,13 +25654,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 3",
+        .where = "ops.yaml:2653 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1367,
+        .call = call_binary_cross_entropy_with_logits_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20182,13 +25668,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 4",
+        .where = "ops.yaml:2653 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1368,
+        .call = call_binary_cross_entropy_with_logits_1699,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20196,11 +25682,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1814 sample 5",
+        .where = "ops.yaml:2653 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1369,
+        .call = call_binary_cross_entropy_with_logits_1700,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20208,11 +25694,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 0",
+        .where = "ops.yaml:2676 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1372,
+        .call = call_nll_loss_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20220,13 +25706,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 1",
+        .where = "ops.yaml:2676 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1373,
+        .call = call_nll_loss_1704,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20234,13 +25720,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 2",
+        .where = "ops.yaml:2676 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1374,
+        .call = call_nll_loss_1705,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20248,12 +25734,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 3",
+        .where = "ops.yaml:2676 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1375,
+        .call = call_nll_loss_1706,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20261,13 +25747,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 4",
+        .where = "ops.yaml:2676 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1376,
+        .call = call_nll_loss_1707,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20275,11 +25761,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1837 sample 5",
+        .where = "ops.yaml:2676 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1377,
+        .call = call_nll_loss_1708,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20287,11 +25773,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 0",
+        .where = "ops.yaml:2699 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1382,
+        .call = call_cross_entropy_loss_1713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20299,13 +25785,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 1",
+        .where = "ops.yaml:2699 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1383,
+        .call = call_cross_entropy_loss_1714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20313,13 +25799,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 2",
+        .where = "ops.yaml:2699 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1384,
+        .call = call_cross_entropy_loss_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20327,13 +25813,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 3",
+        .where = "ops.yaml:2699 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1385,
+        .call = call_cross_entropy_loss_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20341,12 +25827,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 4",
+        .where = "ops.yaml:2699 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1386,
+        .call = call_cross_entropy_loss_1717,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20354,11 +25840,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 5",
+        .where = "ops.yaml:2699 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1387,
+        .call = call_cross_entropy_loss_1718,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20366,13 +25852,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 6",
+        .where = "ops.yaml:2699 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1388,
+        .call = call_cross_entropy_loss_1719,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20380,11 +25866,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 7",
+        .where = "ops.yaml:2699 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1389,
+        .call = call_cross_entropy_loss_1720,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20392,13 +25878,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 8",
+        .where = "ops.yaml:2699 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1390,
+        .call = call_cross_entropy_loss_1721,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20406,13 +25892,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 9",
+        .where = "ops.yaml:2699 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1391,
+        .call = call_cross_entropy_loss_1722,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20420,12 +25906,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 10",
+        .where = "ops.yaml:2699 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1392,
+        .call = call_cross_entropy_loss_1723,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20433,13 +25919,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1860 sample 11",
+        .where = "ops.yaml:2699 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1393,
+        .call = call_cross_entropy_loss_1724,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20447,11 +25933,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1885 sample 0",
+        .where = "ops.yaml:2724 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1398,
+        .call = call_cross_entropy_index_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20459,12 +25945,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1885 sample 1",
+        .where = "ops.yaml:2724 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1399,
+        .call = call_cross_entropy_index_1730,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20472,11 +25958,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1885 sample 2",
+        .where = "ops.yaml:2724 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1400,
+        .call = call_cross_entropy_index_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20484,11 +25970,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1885 sample 3",
+        .where = "ops.yaml:2724 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1401,
+        .call = call_cross_entropy_index_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20496,11 +25982,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1885 sample 4",
+        .where = "ops.yaml:2724 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1402,
+        .call = call_cross_entropy_index_1733,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20508,9 +25994,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1911 sample 0",
+        .where = "ops.yaml:2750 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1405,
+        .call = call_empty_1736,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20518,9 +26004,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1911 sample 1",
+        .where = "ops.yaml:2750 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1406,
+        .call = call_empty_1737,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20528,9 +26014,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1911 sample 2",
+        .where = "ops.yaml:2750 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1407,
+        .call = call_empty_1738,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20538,9 +26024,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1918 sample 0",
+        .where = "ops.yaml:2757 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1408,
+        .call = call_zeros_1739,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20548,9 +26034,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1926 sample 0",
+        .where = "ops.yaml:2765 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1409,
+        .call = call_ones_1740,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20558,9 +26044,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1941 sample 0",
+        .where = "ops.yaml:2780 sample 0",
         .n_inputs = 0,
-        .call = call_full_1410,
+        .call = call_full_1741,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20568,9 +26054,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1941 sample 1",
+        .where = "ops.yaml:2780 sample 1",
         .n_inputs = 0,
-        .call = call_full_1411,
+        .call = call_full_1742,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20578,9 +26064,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1941 sample 2",
+        .where = "ops.yaml:2780 sample 2",
         .n_inputs = 0,
-        .call = call_full_1412,
+        .call = call_full_1743,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20588,10 +26074,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1952 sample 0",
+        .where = "ops.yaml:2791 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1413,
+        .call = call_empty_like_1744,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20599,11 +26085,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1952 sample 1",
+        .where = "ops.yaml:2791 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1414,
+        .call = call_empty_like_1745,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20611,10 +26097,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1952 sample 2",
+        .where = "ops.yaml:2791 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1415,
+        .call = call_empty_like_1746,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20622,10 +26108,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1972 sample 0",
+        .where = "ops.yaml:2811 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1416,
+        .call = call_ones_like_1747,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20633,11 +26119,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1972 sample 1",
+        .where = "ops.yaml:2811 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1417,
+        .call = call_ones_like_1748,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20645,10 +26131,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1972 sample 2",
+        .where = "ops.yaml:2811 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1418,
+        .call = call_ones_like_1749,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20656,10 +26142,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1972 sample 3",
+        .where = "ops.yaml:2811 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1419,
+        .call = call_ones_like_1750,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20667,10 +26153,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1984 sample 0",
+        .where = "ops.yaml:2823 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1420,
+        .call = call_full_like_1751,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20678,11 +26164,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1984 sample 1",
+        .where = "ops.yaml:2823 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1421,
+        .call = call_full_like_1752,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20690,10 +26176,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1984 sample 2",
+        .where = "ops.yaml:2823 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1422,
+        .call = call_full_like_1753,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20701,9 +26187,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1989 sample 0",
+        .where = "ops.yaml:2828 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1423,
+        .call = call_arange_1754,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20711,9 +26197,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2004 sample 0",
+        .where = "ops.yaml:2843 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1424,
+        .call = call_linspace_1755,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20721,9 +26207,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2004 sample 1",
+        .where = "ops.yaml:2843 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1425,
+        .call = call_linspace_1756,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20731,9 +26217,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2004 sample 2",
+        .where = "ops.yaml:2843 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1426,
+        .call = call_linspace_1757,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20741,9 +26227,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2016 sample 0",
+        .where = "ops.yaml:2855 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1427,
+        .call = call_eye_1758,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20751,9 +26237,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2016 sample 1",
+        .where = "ops.yaml:2855 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1428,
+        .call = call_eye_1759,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20761,9 +26247,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2027 sample 0",
+        .where = "ops.yaml:2866 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1429,
+        .call = call_eye_m_1760,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20771,9 +26257,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2027 sample 1",
+        .where = "ops.yaml:2866 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1430,
+        .call = call_eye_m_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20781,9 +26267,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:2031 sample 0",
+        .where = "ops.yaml:2870 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1431,
+        .call = call_rand_1762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20791,9 +26277,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:2042 sample 0",
+        .where = "ops.yaml:2881 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1433,
+        .call = call_randn_1764,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20801,10 +26287,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2059 sample 0",
+        .where = "ops.yaml:2898 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1435,
+        .call = call_rand_like_1766,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20812,10 +26298,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2059 sample 1",
+        .where = "ops.yaml:2898 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1436,
+        .call = call_rand_like_1767,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20823,10 +26309,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2069 sample 0",
+        .where = "ops.yaml:2908 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1437,
+        .call = call_randn_like_1768,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20834,10 +26320,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2069 sample 1",
+        .where = "ops.yaml:2908 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1438,
+        .call = call_randn_like_1769,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20845,9 +26331,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2080 sample 0",
+        .where = "ops.yaml:2919 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1439,
+        .call = call_randint_1770,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20855,9 +26341,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2080 sample 1",
+        .where = "ops.yaml:2919 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1440,
+        .call = call_randint_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20865,9 +26351,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:2091 sample 0",
+        .where = "ops.yaml:2930 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1441,
+        .call = call_randint_low_1772,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20875,9 +26361,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2101 sample 0",
+        .where = "ops.yaml:2940 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1442,
+        .call = call_randperm_1773,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20885,9 +26371,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2101 sample 1",
+        .where = "ops.yaml:2940 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1443,
+        .call = call_randperm_1774,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20895,112 +26381,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2118 sample 0",
+        .where = "ops.yaml:2957 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1444,
-        .call_inplace = inplace_bernoulli_p_1445,
+        .call = call_bernoulli_p_1775,
+        .call_inplace = inplace_bernoulli_p_1776,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2118 sample 1",
+        .where = "ops.yaml:2957 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1446,
-        .call_inplace = inplace_bernoulli_p_1447,
+        .call = call_bernoulli_p_1777,
+        .call_inplace = inplace_bernoulli_p_1778,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2118 sample 2",
+        .where = "ops.yaml:2957 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1448,
-        .call_inplace = inplace_bernoulli_p_1449,
+        .call = call_bernoulli_p_1779,
+        .call_inplace = inplace_bernoulli_p_1780,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2129 sample 0",
+        .where = "ops.yaml:2968 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1450,
-        .call_inplace = inplace_normal_1451,
+        .call = call_normal_1781,
+        .call_inplace = inplace_normal_1782,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2129 sample 1",
+        .where = "ops.yaml:2968 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1452,
-        .call_inplace = inplace_normal_1453,
+        .call = call_normal_1783,
+        .call_inplace = inplace_normal_1784,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2129 sample 2",
+        .where = "ops.yaml:2968 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1454,
-        .call_inplace = inplace_normal_1455,
+        .call = call_normal_1785,
+        .call_inplace = inplace_normal_1786,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2141 sample 0",
+        .where = "ops.yaml:2980 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1457,
-        .call_inplace = inplace_uniform_1458,
+        .call = call_uniform_1788,
+        .call_inplace = inplace_uniform_1789,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2141 sample 1",
+        .where = "ops.yaml:2980 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1459,
-        .call_inplace = inplace_uniform_1460,
+        .call = call_uniform_1790,
+        .call_inplace = inplace_uniform_1791,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2141 sample 2",
+        .where = "ops.yaml:2980 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1461,
-        .call_inplace = inplace_uniform_1462,
+        .call = call_uniform_1792,
+        .call_inplace = inplace_uniform_1793,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2154 sample 0",
+        .where = "ops.yaml:2993 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1464,
+        .call = call_sum_to_1795,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21008,10 +26494,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2154 sample 1",
+        .where = "ops.yaml:2993 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1465,
+        .call = call_sum_to_1796,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22059,7 +27545,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1194: dtype of self",
+        .what = "ops.yaml:1195: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_var_1160,
@@ -22068,7 +27554,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1194: dim out of range",
+        .what = "ops.yaml:1195: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_var_1161,
@@ -22077,7 +27563,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1208: dtype of self",
+        .what = "ops.yaml:1210: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_std_1165,
@@ -22086,7 +27572,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1208: dim out of range",
+        .what = "ops.yaml:1210: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_std_1166,
@@ -22095,7 +27581,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1228: is_floating(result_dtype)",
+        .what = "ops.yaml:1231: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1171,
@@ -22104,7 +27590,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1221: dtype of self",
+        .what = "ops.yaml:1224: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_linalg_vector_norm_1172,
@@ -22113,7 +27599,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1221: dim out of range",
+        .what = "ops.yaml:1224: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1173,
@@ -22122,7 +27608,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1290: self.dim == 2",
+        .what = "ops.yaml:1314: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22132,7 +27618,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1292: mat2.dim == 2",
+        .what = "ops.yaml:1316: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -22142,7 +27628,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1294: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1318: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -22152,7 +27638,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1284: dtype of self",
+        .what = "ops.yaml:1308: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -22162,7 +27648,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1311: self.dim >= 1",
+        .what = "ops.yaml:1335: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -22172,7 +27658,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1313: other.dim >= 1",
+        .what = "ops.yaml:1337: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -22182,7 +27668,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1305: dtype of self",
+        .what = "ops.yaml:1329: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -22192,7 +27678,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1336: self.dim == 3",
+        .what = "ops.yaml:1360: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -22202,7 +27688,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1338: mat2.dim == 3",
+        .what = "ops.yaml:1362: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22212,7 +27698,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1340: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1364: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -22222,7 +27708,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1342: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1366: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -22232,7 +27718,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1330: dtype of self",
+        .what = "ops.yaml:1354: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -22242,7 +27728,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1359: mat1.dim == 2",
+        .what = "ops.yaml:1383: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -22253,7 +27739,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1361: mat2.dim == 2",
+        .what = "ops.yaml:1385: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22264,7 +27750,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1363: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1387: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22275,7 +27761,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1365: self.dim <= 2",
+        .what = "ops.yaml:1389: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22287,7 +27773,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1367: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1391: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22299,7 +27785,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1369: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1393: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22310,7 +27796,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1353: dtype of self",
+        .what = "ops.yaml:1377: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22321,7 +27807,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1387: batch1.dim == 3",
+        .what = "ops.yaml:1411: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22332,7 +27818,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1389: batch2.dim == 3",
+        .what = "ops.yaml:1413: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22343,7 +27829,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1391: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1415: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22354,7 +27840,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1393: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1417: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22365,7 +27851,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1395: self.dim <= 3",
+        .what = "ops.yaml:1419: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22377,7 +27863,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1397: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1421: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22389,7 +27875,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1399: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1423: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22401,7 +27887,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1401: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1425: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22412,7 +27898,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1381: dtype of self",
+        .what = "ops.yaml:1405: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -22423,7 +27909,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1419: self.dim == 1",
+        .what = "ops.yaml:1443: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -22433,7 +27919,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1421: tensor.dim == 1",
+        .what = "ops.yaml:1445: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
@@ -22443,7 +27929,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1423: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1447: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22453,7 +27939,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1413: dtype of self",
+        .what = "ops.yaml:1437: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -22463,7 +27949,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1438: self.dim == 1",
+        .what = "ops.yaml:1462: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -22473,7 +27959,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1440: vec2.dim == 1",
+        .what = "ops.yaml:1464: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -22483,7 +27969,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1432: dtype of self",
+        .what = "ops.yaml:1456: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22493,7 +27979,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:1480: self.dim <= 2",
+        .what = "ops.yaml:1504: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_1264,
@@ -22502,7 +27988,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1488: dim0 out of range",
+        .what = "ops.yaml:1512: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1267,
@@ -22511,7 +27997,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1488: dim1 out of range",
+        .what = "ops.yaml:1512: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1268,
@@ -22520,7 +28006,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1505: len(dims) == self.dim",
+        .what = "ops.yaml:1529: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1270,
@@ -22529,7 +28015,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1499: dims out of range",
+        .what = "ops.yaml:1523: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1271,
@@ -22538,7 +28024,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1551: dim out of range",
+        .what = "ops.yaml:1575: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_1281,
@@ -22547,7 +28033,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1562: dim out of range",
+        .what = "ops.yaml:1586: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_1284,
@@ -22556,7 +28042,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1579: step > 0",
+        .what = "ops.yaml:1603: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1287,
@@ -22565,7 +28051,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1573: dim out of range",
+        .what = "ops.yaml:1597: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1288,
@@ -22574,7 +28060,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:1587: dim out of range",
+        .what = "ops.yaml:1611: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_1291,
@@ -22582,392 +28068,1255 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
-        .op = "softmax.int",
-        .what = "ops.yaml:1626: is_floating(result_dtype)",
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1637: start_dim <= end_dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1298,
+        .expect = 0,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1631: start_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1299,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1631: end_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1300,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1654: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1305,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1656: len(sizes) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1306,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1648: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1307,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1684: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1316,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1686: length >= 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1317,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1678: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1318,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "repeat",
+        .what = "ops.yaml:1701: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1298,
+        .call = error_repeat_1325,
+        .expect = 0,
+        .expect_prefix = "repeat: ",
+    },
+    {
+        .op = "flip",
+        .what = "ops.yaml:1713: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flip_1331,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flip: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1733: len(shifts) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1337,
+        .expect = 0,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1727: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1338,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "tril",
+        .what = "ops.yaml:1757: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_tril_1344,
+        .expect = 0,
+        .expect_prefix = "tril: ",
+    },
+    {
+        .op = "triu",
+        .what = "ops.yaml:1773: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_triu_1350,
+        .expect = 0,
+        .expect_prefix = "triu: ",
+    },
+    {
+        .op = "pad",
+        .what = "ops.yaml:1784: mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pad_1359,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "pad: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1839: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1376,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1839: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1378,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1839: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_1380,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1839: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1382,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1852: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1384,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1852: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1386,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1852: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_1388,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1852: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1390,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1865: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1392,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1865: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1394,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1865: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_unbind_1396,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1865: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1398,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1881: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_index_select_1411,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1881: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_index_select_1412,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1905: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1423,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1905: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1424,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1920: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1431,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1920: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1432,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1933: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_gather_1443,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1933: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_gather_1444,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1956: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1453,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1956: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1454,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1978: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_scatter_value_1461,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1978: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_scatter_value_1462,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1990: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1473,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1990: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1474,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:2010: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1479,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:2012: sparse == 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1480,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:2005: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_1481,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding_dense_backward",
+        .what = "ops.yaml:2024: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_dense_backward_1484,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding_dense_backward: ",
+    },
+    {
+        .op = "one_hot",
+        .what = "ops.yaml:2052: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
+        .call = error_one_hot_1489,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "one_hot: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:2076: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_select_1499,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:2076: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_select_1500,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2187: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1545,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2189: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1546,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2182: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_avg_pool2d_1547,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2206: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1552,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2208: len(output_size) == 1 or len(output_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1553,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2201: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_adaptive_avg_pool2d_1554,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .what = "ops.yaml:2220: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_backward_1557,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d_backward: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .what = "ops.yaml:2233: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_backward_1559,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d_backward: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2279: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1566,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2281: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1567,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2283: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1568,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2273: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_1569,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2304: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1573,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2306: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1574,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2297: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1575,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2297: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1576,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2322: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1580,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2324: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1581,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2326: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1582,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2316: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_1583,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2343: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1585,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2345: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1586,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2336: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1587,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2336: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1588,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2359: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1593,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2361: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1594,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2363: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1595,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2353: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv_transpose2d_1596,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv2d_backward_input",
+        .what = "ops.yaml:2375: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_input_1599,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_input: ",
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .what = "ops.yaml:2388: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_weight_1602,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_weight: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2406: grad_output.dim == 3 or grad_output.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_bias_1605,
+        .expect = 0,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2401: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_conv2d_backward_bias_1606,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2420: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1615,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2422: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1616,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2415: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_with_indices_1617,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2440: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1621,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2442: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1622,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2435: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_1623,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2465: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1629,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1619: dtype of self",
+        .what = "ops.yaml:2458: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1299,
+        .call = error_softmax_1630,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1619: dim out of range",
+        .what = "ops.yaml:2458: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1300,
+        .call = error_softmax_1631,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1644: is_floating(result_dtype)",
+        .what = "ops.yaml:2483: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1306,
+        .call = error_log_softmax_1637,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1637: dtype of self",
+        .what = "ops.yaml:2476: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1307,
+        .call = error_log_softmax_1638,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1637: dim out of range",
+        .what = "ops.yaml:2476: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1308,
+        .call = error_log_softmax_1639,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1662: grad_output.dim == output.dim",
+        .what = "ops.yaml:2501: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1312,
+        .call = error_softmax_backward_data_1643,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1655: dtype of grad_output",
+        .what = "ops.yaml:2494: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1313,
+        .call = error_softmax_backward_data_1644,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1655: dim out of range",
+        .what = "ops.yaml:2494: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1314,
+        .call = error_softmax_backward_data_1645,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1679: grad_output.dim == output.dim",
+        .what = "ops.yaml:2518: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1318,
+        .call = error_log_softmax_backward_data_1649,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1672: dtype of grad_output",
+        .what = "ops.yaml:2511: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1319,
+        .call = error_log_softmax_backward_data_1650,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1672: dim out of range",
+        .what = "ops.yaml:2511: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1320,
+        .call = error_log_softmax_backward_data_1651,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:1716: dtype of input",
+        .what = "ops.yaml:2555: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1326,
+        .call = error_dropout_1657,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1729: reduction not a choice",
+        .what = "ops.yaml:2568: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1332,
+        .call = error_mse_loss_1663,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1729: dtype of self",
+        .what = "ops.yaml:2568: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1333,
+        .call = error_mse_loss_1664,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1744: reduction not a choice",
+        .what = "ops.yaml:2583: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1339,
+        .call = error_l1_loss_1670,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1744: dtype of self",
+        .what = "ops.yaml:2583: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1340,
+        .call = error_l1_loss_1671,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1759: reduction not a choice",
+        .what = "ops.yaml:2598: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1347,
+        .call = error_smooth_l1_loss_1678,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1759: dtype of self",
+        .what = "ops.yaml:2598: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1348,
+        .call = error_smooth_l1_loss_1679,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1775: reduction not a choice",
+        .what = "ops.yaml:2614: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1354,
+        .call = error_huber_loss_1685,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1775: dtype of self",
+        .what = "ops.yaml:2614: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1355,
+        .call = error_huber_loss_1686,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1790: reduction not a choice",
+        .what = "ops.yaml:2629: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1362,
+        .call = error_binary_cross_entropy_1693,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1790: dtype of self",
+        .what = "ops.yaml:2629: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1363,
+        .call = error_binary_cross_entropy_1694,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1807: reduction not a choice",
+        .what = "ops.yaml:2646: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1370,
+        .call = error_binary_cross_entropy_with_logits_1701,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1807: dtype of self",
+        .what = "ops.yaml:2646: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1371,
+        .call = error_binary_cross_entropy_with_logits_1702,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1830: self.dim >= 1",
+        .what = "ops.yaml:2669: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1378,
+        .call = error_nll_loss_1709,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1832: weight.dim == 1",
+        .what = "ops.yaml:2671: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1379,
+        .call = error_nll_loss_1710,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1823: reduction not a choice",
+        .what = "ops.yaml:2662: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1380,
+        .call = error_nll_loss_1711,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1823: dtype of self",
+        .what = "ops.yaml:2662: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1381,
+        .call = error_nll_loss_1712,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1853: self.dim >= 1",
+        .what = "ops.yaml:2692: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1394,
+        .call = error_cross_entropy_loss_1725,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1855: weight.dim == 1",
+        .what = "ops.yaml:2694: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1395,
+        .call = error_cross_entropy_loss_1726,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1846: reduction not a choice",
+        .what = "ops.yaml:2685: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1396,
+        .call = error_cross_entropy_loss_1727,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1846: dtype of self",
+        .what = "ops.yaml:2685: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1397,
+        .call = error_cross_entropy_loss_1728,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1875: reduction not a choice",
+        .what = "ops.yaml:2714: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1403,
+        .call = error_cross_entropy_index_1734,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1875: dtype of self",
+        .what = "ops.yaml:2714: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1404,
+        .call = error_cross_entropy_index_1735,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:2036: is_floating(result_dtype)",
+        .what = "ops.yaml:2875: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1432,
+        .call = error_rand_1763,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:2047: is_floating(result_dtype)",
+        .what = "ops.yaml:2886: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1434,
+        .call = error_randn_1765,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:2123: dtype of self",
+        .what = "ops.yaml:2962: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1456,
+        .call = error_normal_1787,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:2135: dtype of self",
+        .what = "ops.yaml:2974: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1463,
+        .call = error_uniform_1794,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:2148: dtype of self",
+        .what = "ops.yaml:2987: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1466,
+        .call = error_sum_to_1797,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

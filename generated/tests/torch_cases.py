@@ -2620,35 +2620,35 @@ def case_451(self):
 
 
 def case_452(self):
-    """logsumexp (ops.yaml:1188 sample 0)"""
+    """logsumexp (ops.yaml:1189 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_453(self):
-    """logsumexp (ops.yaml:1188 sample 1)"""
+    """logsumexp (ops.yaml:1189 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_454(self):
-    """logsumexp (ops.yaml:1188 sample 2)"""
+    """logsumexp (ops.yaml:1189 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_455(self):
-    """logsumexp (ops.yaml:1188 sample 3)"""
+    """logsumexp (ops.yaml:1189 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_456(self):
-    """var.correction (ops.yaml:1201 sample 0)"""
+    """var.correction (ops.yaml:1203 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2656,7 +2656,7 @@ def case_456(self):
 
 
 def case_457(self):
-    """var.correction (ops.yaml:1201 sample 1)"""
+    """var.correction (ops.yaml:1203 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2664,7 +2664,7 @@ def case_457(self):
 
 
 def case_458(self):
-    """var.correction (ops.yaml:1201 sample 2)"""
+    """var.correction (ops.yaml:1203 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2672,7 +2672,7 @@ def case_458(self):
 
 
 def case_459(self):
-    """var.correction (ops.yaml:1201 sample 3)"""
+    """var.correction (ops.yaml:1203 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2680,7 +2680,7 @@ def case_459(self):
 
 
 def case_460(self):
-    """std.correction (ops.yaml:1215 sample 0)"""
+    """std.correction (ops.yaml:1218 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2688,7 +2688,7 @@ def case_460(self):
 
 
 def case_461(self):
-    """std.correction (ops.yaml:1215 sample 1)"""
+    """std.correction (ops.yaml:1218 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2696,7 +2696,7 @@ def case_461(self):
 
 
 def case_462(self):
-    """std.correction (ops.yaml:1215 sample 2)"""
+    """std.correction (ops.yaml:1218 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2704,7 +2704,7 @@ def case_462(self):
 
 
 def case_463(self):
-    """linalg_vector_norm (ops.yaml:1233 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1236 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2713,7 +2713,7 @@ def case_463(self):
 
 
 def case_464(self):
-    """linalg_vector_norm (ops.yaml:1233 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1236 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2722,7 +2722,7 @@ def case_464(self):
 
 
 def case_465(self):
-    """linalg_vector_norm (ops.yaml:1233 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1236 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2731,7 +2731,7 @@ def case_465(self):
 
 
 def case_466(self):
-    """linalg_vector_norm (ops.yaml:1233 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1236 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2740,297 +2740,297 @@ def case_466(self):
 
 
 def case_467(self, mat2):
-    """mm (ops.yaml:1299 sample 0)"""
+    """mm (ops.yaml:1323 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_468(self, mat2):
-    """mm (ops.yaml:1299 sample 1)"""
+    """mm (ops.yaml:1323 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_469(self, mat2):
-    """mm (ops.yaml:1299 sample 2)"""
+    """mm (ops.yaml:1323 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_470(self, mat2):
-    """mm (ops.yaml:1299 sample 3)"""
+    """mm (ops.yaml:1323 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_471(self, other):
-    """matmul (ops.yaml:1317 sample 0)"""
+    """matmul (ops.yaml:1341 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_472(self, other):
-    """matmul (ops.yaml:1317 sample 1)"""
+    """matmul (ops.yaml:1341 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_473(self, other):
-    """matmul (ops.yaml:1317 sample 2)"""
+    """matmul (ops.yaml:1341 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_474(self, other):
-    """matmul (ops.yaml:1317 sample 3)"""
+    """matmul (ops.yaml:1341 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_475(self, other):
-    """matmul (ops.yaml:1317 sample 4)"""
+    """matmul (ops.yaml:1341 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_476(self, other):
-    """matmul (ops.yaml:1317 sample 5)"""
+    """matmul (ops.yaml:1341 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_477(self, other):
-    """matmul (ops.yaml:1317 sample 6)"""
+    """matmul (ops.yaml:1341 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_478(self, other):
-    """matmul (ops.yaml:1317 sample 7)"""
+    """matmul (ops.yaml:1341 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_479(self, other):
-    """matmul (ops.yaml:1317 sample 8)"""
+    """matmul (ops.yaml:1341 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_480(self, other):
-    """matmul (ops.yaml:1317 sample 9)"""
+    """matmul (ops.yaml:1341 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_481(self, other):
-    """matmul (ops.yaml:1317 sample 10)"""
+    """matmul (ops.yaml:1341 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_482(self, mat2):
-    """bmm (ops.yaml:1347 sample 0)"""
+    """bmm (ops.yaml:1371 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_483(self, mat2):
-    """bmm (ops.yaml:1347 sample 1)"""
+    """bmm (ops.yaml:1371 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_484(self, mat2):
-    """bmm (ops.yaml:1347 sample 2)"""
+    """bmm (ops.yaml:1371 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_485(self, mat2):
-    """bmm (ops.yaml:1347 sample 3)"""
+    """bmm (ops.yaml:1371 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_486(self, mat1, mat2):
-    """addmm (ops.yaml:1374 sample 0)"""
+    """addmm (ops.yaml:1398 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_487(self, mat1, mat2):
-    """addmm (ops.yaml:1374 sample 1)"""
+    """addmm (ops.yaml:1398 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_488(self, mat1, mat2):
-    """addmm (ops.yaml:1374 sample 2)"""
+    """addmm (ops.yaml:1398 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_489(self, mat1, mat2):
-    """addmm (ops.yaml:1374 sample 3)"""
+    """addmm (ops.yaml:1398 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_490(self, mat1, mat2):
-    """addmm (ops.yaml:1374 sample 4)"""
+    """addmm (ops.yaml:1398 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_491(self, batch1, batch2):
-    """baddbmm (ops.yaml:1406 sample 0)"""
+    """baddbmm (ops.yaml:1430 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_492(self, batch1, batch2):
-    """baddbmm (ops.yaml:1406 sample 1)"""
+    """baddbmm (ops.yaml:1430 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_493(self, batch1, batch2):
-    """baddbmm (ops.yaml:1406 sample 2)"""
+    """baddbmm (ops.yaml:1430 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_494(self, batch1, batch2):
-    """baddbmm (ops.yaml:1406 sample 3)"""
+    """baddbmm (ops.yaml:1430 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_495(self, batch1, batch2):
-    """baddbmm (ops.yaml:1406 sample 4)"""
+    """baddbmm (ops.yaml:1430 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_496(self, tensor):
-    """dot (ops.yaml:1427 sample 0)"""
+    """dot (ops.yaml:1451 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_497(self, tensor):
-    """dot (ops.yaml:1427 sample 1)"""
+    """dot (ops.yaml:1451 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_498(self, tensor):
-    """dot (ops.yaml:1427 sample 2)"""
+    """dot (ops.yaml:1451 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_499(self, vec2):
-    """outer (ops.yaml:1444 sample 0)"""
+    """outer (ops.yaml:1468 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_500(self, vec2):
-    """outer (ops.yaml:1444 sample 1)"""
+    """outer (ops.yaml:1468 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_501(self, vec2):
-    """outer (ops.yaml:1444 sample 2)"""
+    """outer (ops.yaml:1468 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_502(self):
-    """t (ops.yaml:1484 sample 0)"""
+    """t (ops.yaml:1508 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_503(self):
-    """t (ops.yaml:1484 sample 1)"""
+    """t (ops.yaml:1508 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_504(self):
-    """transpose (ops.yaml:1495 sample 0)"""
+    """transpose (ops.yaml:1519 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_505(self):
-    """transpose (ops.yaml:1495 sample 1)"""
+    """transpose (ops.yaml:1519 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_506(self):
-    """permute (ops.yaml:1509 sample 0)"""
+    """permute (ops.yaml:1533 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_507(self):
-    """view (ops.yaml:1518 sample 0)"""
+    """view (ops.yaml:1542 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_508(self):
-    """view (ops.yaml:1518 sample 1)"""
+    """view (ops.yaml:1542 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_509(self):
-    """reshape (ops.yaml:1528 sample 0)"""
+    """reshape (ops.yaml:1552 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_510(self):
-    """reshape (ops.yaml:1528 sample 1)"""
+    """reshape (ops.yaml:1552 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_511(self):
-    """expand (ops.yaml:1538 sample 0)"""
+    """expand (ops.yaml:1562 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_512(self):
-    """expand (ops.yaml:1538 sample 1)"""
+    """expand (ops.yaml:1562 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_513(self):
-    """squeeze (ops.yaml:1548 sample 0)"""
+    """squeeze (ops.yaml:1572 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_514(self):
-    """squeeze.dim (ops.yaml:1558 sample 0)"""
+    """squeeze.dim (ops.yaml:1582 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_515(self):
-    """squeeze.dim (ops.yaml:1558 sample 1)"""
+    """squeeze.dim (ops.yaml:1582 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_516(self):
-    """unsqueeze (ops.yaml:1569 sample 0)"""
+    """unsqueeze (ops.yaml:1593 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_517(self):
-    """unsqueeze (ops.yaml:1569 sample 1)"""
+    """unsqueeze (ops.yaml:1593 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_518(self):
-    """slice (ops.yaml:1583 sample 0)"""
+    """slice (ops.yaml:1607 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3039,7 +3039,7 @@ def case_518(self):
 
 
 def case_519(self):
-    """slice (ops.yaml:1583 sample 1)"""
+    """slice (ops.yaml:1607 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3048,436 +3048,1959 @@ def case_519(self):
 
 
 def case_520(self):
-    """select (ops.yaml:1594 sample 0)"""
+    """select (ops.yaml:1618 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_521(self):
-    """select (ops.yaml:1594 sample 1)"""
+    """select (ops.yaml:1618 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_522(self):
-    """contiguous (ops.yaml:1604 sample 0)"""
+    """contiguous (ops.yaml:1628 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_523(self):
-    """softmax.int (ops.yaml:1630 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1641 sample 0)"""
+    start_dim = 1
+    end_dim = 2
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_524(self):
-    """softmax.int (ops.yaml:1630 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1641 sample 1)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_525(self):
-    """softmax.int (ops.yaml:1630 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1641 sample 2)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_526(self):
-    """softmax.int (ops.yaml:1630 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1641 sample 3)"""
+    start_dim = 0
+    end_dim = 1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_527(self):
-    """softmax.int (ops.yaml:1630 sample 4)"""
+    """flatten.using_ints (ops.yaml:1641 sample 4)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_528(self):
+    """unflatten.int (ops.yaml:1660 sample 0)"""
+    dim = 1
+    sizes = [2, 3]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_529(self):
+    """unflatten.int (ops.yaml:1660 sample 1)"""
+    dim = 0
+    sizes = [-1, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_530(self):
+    """unflatten.int (ops.yaml:1660 sample 2)"""
+    dim = 1
+    sizes = [3, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_531(self):
+    """unflatten.int (ops.yaml:1660 sample 3)"""
+    dim = 0
+    sizes = [0, 5]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_532(self):
+    """broadcast_to (ops.yaml:1672 sample 0)"""
+    size = [3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_533(self):
+    """broadcast_to (ops.yaml:1672 sample 1)"""
+    size = [2, 3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_534(self):
+    """broadcast_to (ops.yaml:1672 sample 2)"""
+    size = [2, 3, 5]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_535(self):
+    """broadcast_to (ops.yaml:1672 sample 3)"""
+    size = [2, 0]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_536(self):
+    """narrow (ops.yaml:1690 sample 0)"""
+    dim = 0
+    start = 1
+    length = 3
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_537(self):
+    """narrow (ops.yaml:1690 sample 1)"""
+    dim = 1
+    start = -3
+    length = 2
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_538(self):
+    """narrow (ops.yaml:1690 sample 2)"""
+    dim = 0
+    start = 2
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_539(self):
+    """narrow (ops.yaml:1690 sample 3)"""
+    dim = 1
+    start = 3
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_540(self):
+    """repeat (ops.yaml:1705 sample 0)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_541(self):
+    """repeat (ops.yaml:1705 sample 1)"""
+    repeats = [2, 1, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_542(self):
+    """repeat (ops.yaml:1705 sample 2)"""
+    repeats = [1, 3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_543(self):
+    """repeat (ops.yaml:1705 sample 3)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_544(self):
+    """repeat (ops.yaml:1705 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_545(self):
+    """repeat (ops.yaml:1705 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_546(self):
+    """flip (ops.yaml:1720 sample 0)"""
+    dims = [0]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_547(self):
+    """flip (ops.yaml:1720 sample 1)"""
+    dims = [0, -1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_548(self):
+    """flip (ops.yaml:1720 sample 2)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_549(self):
+    """flip (ops.yaml:1720 sample 3)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_550(self):
+    """flip (ops.yaml:1720 sample 4)"""
+    dims = []
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_551(self):
+    """roll (ops.yaml:1737 sample 0)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_552(self):
+    """roll (ops.yaml:1737 sample 1)"""
+    shifts = [-5]
+    dims = []
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_553(self):
+    """roll (ops.yaml:1737 sample 2)"""
+    shifts = [1, 2]
+    dims = [0, 2]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_554(self):
+    """roll (ops.yaml:1737 sample 3)"""
+    shifts = [2]
+    dims = [0]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_555(self):
+    """roll (ops.yaml:1737 sample 4)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_556(self):
+    """tril (ops.yaml:1761 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_557(self):
+    """tril (ops.yaml:1761 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_558(self):
+    """tril (ops.yaml:1761 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_559(self):
+    """tril (ops.yaml:1761 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_560(self):
+    """tril (ops.yaml:1761 sample 4)"""
+    diagonal = -7
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_561(self):
+    """triu (ops.yaml:1777 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_562(self):
+    """triu (ops.yaml:1777 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_563(self):
+    """triu (ops.yaml:1777 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_564(self):
+    """triu (ops.yaml:1777 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_565(self):
+    """triu (ops.yaml:1777 sample 4)"""
+    diagonal = 9
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_566(self):
+    """pad (ops.yaml:1791 sample 0)"""
+    pad = [1, 2]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_567(self):
+    """pad (ops.yaml:1791 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_568(self):
+    """pad (ops.yaml:1791 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_569(self):
+    """pad (ops.yaml:1791 sample 3)"""
+    pad = [1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_570(self):
+    """pad (ops.yaml:1791 sample 4)"""
+    pad = [2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_571(self):
+    """pad (ops.yaml:1791 sample 5)"""
+    pad = [1, 2, 3, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_572(self):
+    """pad (ops.yaml:1791 sample 6)"""
+    pad = [2, 3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_573(self):
+    """pad (ops.yaml:1791 sample 7)"""
+    pad = [1, 2]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_574(tensors_0, tensors_1):
+    """cat (ops.yaml:1811 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_575(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1811 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_576(tensors_0, tensors_1):
+    """cat (ops.yaml:1811 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_577(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1811 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_578(tensors_0, tensors_1):
+    """cat (ops.yaml:1811 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_579(tensors_0, tensors_1):
+    """stack (ops.yaml:1832 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_580(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1832 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_581(tensors_0, tensors_1):
+    """stack (ops.yaml:1832 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_582(tensors_0, tensors_1):
+    """stack (ops.yaml:1832 sample 3)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_583(tensors_0, tensors_1):
+    """stack (ops.yaml:1832 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_584(self):
+    """split.Tensor (ops.yaml:1846 sample 0)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_585(self):
+    """split.Tensor (ops.yaml:1846 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_586(self):
+    """split.Tensor (ops.yaml:1846 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_587(self):
+    """split.Tensor (ops.yaml:1846 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_588(self):
+    """chunk (ops.yaml:1859 sample 0)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_589(self):
+    """chunk (ops.yaml:1859 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_590(self):
+    """chunk (ops.yaml:1859 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_591(self):
+    """chunk (ops.yaml:1859 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_592(self):
+    """unbind.int (ops.yaml:1872 sample 0)"""
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_593(self):
+    """unbind.int (ops.yaml:1872 sample 1)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_594(self):
+    """unbind.int (ops.yaml:1872 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_595(self):
+    """unbind.int (ops.yaml:1872 sample 3)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_596(self, index):
+    """index_select (ops.yaml:1889 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_597(self, index):
+    """index_select (ops.yaml:1889 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_598(self, index):
+    """index_select (ops.yaml:1889 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_599(self, index):
+    """index_select (ops.yaml:1889 sample 3)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_600(self, index):
+    """index_select (ops.yaml:1889 sample 4)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_601(self, index):
+    """index_select (ops.yaml:1889 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_602(self, index, source):
+    """index_add (ops.yaml:1913 sample 0)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_603(self, index, source):
+    """index_add (ops.yaml:1913 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_604(self, index, source):
+    """index_add (ops.yaml:1913 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_605(self, index, source):
+    """index_add (ops.yaml:1913 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_606(self, index, source):
+    """index_add (ops.yaml:1913 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_607(self, index, source):
+    """index_copy (ops.yaml:1928 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_608(self, index, source):
+    """index_copy (ops.yaml:1928 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_609(self, index, source):
+    """index_copy (ops.yaml:1928 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_610(self, index):
+    """gather (ops.yaml:1941 sample 0)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_611(self, index):
+    """gather (ops.yaml:1941 sample 1)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_612(self, index):
+    """gather (ops.yaml:1941 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_613(self, index):
+    """gather (ops.yaml:1941 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_614(self, index):
+    """gather (ops.yaml:1941 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_615(self, index, src):
+    """scatter.src (ops.yaml:1964 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_616(self, index, src):
+    """scatter.src (ops.yaml:1964 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_617(self, index, src):
+    """scatter.src (ops.yaml:1964 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_618(self, index, src):
+    """scatter.src (ops.yaml:1964 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_619(self, index):
+    """scatter.value (ops.yaml:1985 sample 0)"""
+    dim = 1
+    value = 1.5
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_620(self, index):
+    """scatter.value (ops.yaml:1985 sample 1)"""
+    dim = 0
+    value = -2
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_621(self, index):
+    """scatter.value (ops.yaml:1985 sample 2)"""
+    dim = 0
+    value = 1
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_622(self, index, src):
+    """scatter_add (ops.yaml:1998 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_623(self, index, src):
+    """scatter_add (ops.yaml:1998 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_624(self, index, src):
+    """scatter_add (ops.yaml:1998 sample 2)"""
+    dim = -1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_625(self, index, src):
+    """scatter_add (ops.yaml:1998 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_626(self, index, src):
+    """scatter_add (ops.yaml:1998 sample 4)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_627(weight, indices):
+    """embedding (ops.yaml:2017 sample 0)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_628(weight, indices):
+    """embedding (ops.yaml:2017 sample 1)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_629(weight, indices):
+    """embedding (ops.yaml:2017 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_630(weight, indices):
+    """embedding (ops.yaml:2017 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_631(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2031 sample 0)"""
+    num_weights = 5
+    padding_idx = 1
+    scale_grad_by_freq = False
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_632(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2031 sample 1)"""
+    num_weights = 4
+    padding_idx = -1
+    scale_grad_by_freq = True
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_633(self):
+    """one_hot (ops.yaml:2058 sample 0)"""
+    num_classes = -1
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_634(self):
+    """one_hot (ops.yaml:2058 sample 1)"""
+    num_classes = 6
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_635(self):
+    """one_hot (ops.yaml:2058 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_636(self):
+    """one_hot (ops.yaml:2058 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_637(self):
+    """nonzero (ops.yaml:2070 sample 0)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_638(self):
+    """nonzero (ops.yaml:2070 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_639(self):
+    """nonzero (ops.yaml:2070 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_640(self):
+    """nonzero (ops.yaml:2070 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_641(self, mask):
+    """masked_select (ops.yaml:2083 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_642(self, mask):
+    """masked_select (ops.yaml:2083 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_643(self, mask):
+    """masked_select (ops.yaml:2083 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_644(self, mask):
+    """masked_select (ops.yaml:2083 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_645(self, mask):
+    """masked_select (ops.yaml:2083 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_646(self):
+    """argsort (ops.yaml:2098 sample 0)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_647(self):
+    """argsort (ops.yaml:2098 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_648(self):
+    """argsort (ops.yaml:2098 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_649(self):
+    """argsort (ops.yaml:2098 sample 3)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_650(self):
+    """argsort (ops.yaml:2098 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_651(self, indices_0):
+    """index.Tensor (ops.yaml:2112 sample 0)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_652(self, indices_1):
+    """index.Tensor (ops.yaml:2112 sample 1)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_653(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2112 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_654(self, indices_0):
+    """index.Tensor (ops.yaml:2112 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_655(self, indices_1):
+    """index.Tensor (ops.yaml:2112 sample 4)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_656(self, indices_1):
+    """index.Tensor (ops.yaml:2112 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_657(self, indices_0, values):
+    """index_put (ops.yaml:2127 sample 0)"""
+    indices = [indices_0]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_658(self, indices_1, values):
+    """index_put (ops.yaml:2127 sample 1)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_659(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2127 sample 2)"""
+    indices = [indices_0, indices_1]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_660(self, indices_0, values):
+    """index_put (ops.yaml:2127 sample 3)"""
+    indices = [indices_0]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_661(self, indices_1, values):
+    """index_put (ops.yaml:2127 sample 4)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_662(self):
+    """sort (ops.yaml:2142 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_663(self):
+    """sort (ops.yaml:2142 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_664(self):
+    """sort (ops.yaml:2142 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_665(self):
+    """sort (ops.yaml:2142 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_666(self):
+    """sort (ops.yaml:2142 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_667(self):
+    """sort (ops.yaml:2142 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_668(self):
+    """sort (ops.yaml:2142 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_669(self):
+    """sort (ops.yaml:2142 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_670(self):
+    """sort (ops.yaml:2142 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_671(self):
+    """sort (ops.yaml:2142 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_672(self):
+    """sort.stable (ops.yaml:2158 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_673(self):
+    """sort.stable (ops.yaml:2158 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_674(self):
+    """sort.stable (ops.yaml:2158 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_675(self):
+    """sort.stable (ops.yaml:2158 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_676(self):
+    """topk (ops.yaml:2172 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_677(self):
+    """topk (ops.yaml:2172 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_678(self):
+    """topk (ops.yaml:2172 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_679(self):
+    """topk (ops.yaml:2172 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_680(self):
+    """topk (ops.yaml:2172 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_681(self):
+    """topk (ops.yaml:2172 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_682(self):
+    """topk (ops.yaml:2172 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_683(self):
+    """topk (ops.yaml:2172 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_684(self):
+    """topk (ops.yaml:2172 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_685(self):
+    """topk (ops.yaml:2172 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_686(self):
+    """avg_pool2d (ops.yaml:2194 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_687(self):
+    """avg_pool2d (ops.yaml:2194 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_688(self):
+    """avg_pool2d (ops.yaml:2194 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    ceil_mode = True
+    count_include_pad = True
+    divisor_override = 4
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_689(self):
+    """avg_pool2d (ops.yaml:2194 sample 3)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_690(self):
+    """adaptive_avg_pool2d (ops.yaml:2213 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_691(self):
+    """adaptive_avg_pool2d (ops.yaml:2213 sample 1)"""
+    output_size = [4]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_692(self):
+    """adaptive_avg_pool2d (ops.yaml:2213 sample 2)"""
+    output_size = [4, 3]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_693(self):
+    """adaptive_avg_pool2d (ops.yaml:2213 sample 3)"""
+    output_size = [2, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_694(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2228 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_695(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2228 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_696(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2241 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def case_697(input, weight, bias):
+    """conv2d (ops.yaml:2288 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_698(input, weight, bias):
+    """conv2d (ops.yaml:2288 sample 1)"""
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_699(input, weight, bias):
+    """conv2d (ops.yaml:2288 sample 2)"""
+    stride = [2]
+    padding = [1]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_700(input, weight, bias):
+    """conv2d (ops.yaml:2288 sample 3)"""
+    stride = []
+    padding = [1, 0]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_701(input, weight, bias):
+    """conv2d (ops.yaml:2288 sample 4)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_702(input, weight):
+    """conv2d (ops.yaml:2288 sample 5)"""
+    bias = None
+    stride = [1, 2]
+    padding = []
+    dilation = [2, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_703(input, weight, bias):
+    """conv2d.padding (ops.yaml:2310 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_704(input, weight, bias):
+    """conv2d.padding (ops.yaml:2310 sample 1)"""
+    stride = []
+    padding = 'same'
+    dilation = [3, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_705(input, weight, bias):
+    """conv2d.padding (ops.yaml:2310 sample 2)"""
+    stride = [2]
+    padding = 'valid'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_706(input, weight, bias):
+    """conv1d (ops.yaml:2330 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_707(input, weight, bias):
+    """conv1d (ops.yaml:2330 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_708(input, weight, bias):
+    """conv1d (ops.yaml:2330 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_709(input, weight, bias):
+    """conv1d.padding (ops.yaml:2349 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = [1]
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_710(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2367 sample 0)"""
+    stride = []
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_711(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2367 sample 1)"""
+    stride = [2, 3]
+    padding = [1, 2]
+    output_padding = [1, 2]
+    groups = 2
+    dilation = [1, 2]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_712(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2367 sample 2)"""
+    stride = [2]
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_713(input, weight):
+    """conv_transpose2d.input (ops.yaml:2367 sample 3)"""
+    bias = None
+    stride = [2]
+    padding = [1]
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_714(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2383 sample 0)"""
+    input_size = [2, 3, 6, 5]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_715(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2383 sample 1)"""
+    input_size = [2, 4, 7, 6]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_716(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2396 sample 0)"""
+    weight_size = [4, 3, 3, 2]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_717(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2396 sample 1)"""
+    weight_size = [6, 2, 3, 3]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_718(grad_output):
+    """conv2d_backward_bias (ops.yaml:2410 sample 0)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_719(grad_output):
+    """conv2d_backward_bias (ops.yaml:2410 sample 1)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_720(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_721(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_722(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_723(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_724(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_725(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_726(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_727(self):
+    """max_pool2d_with_indices (ops.yaml:2428 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_728(self):
+    """max_pool2d (ops.yaml:2446 sample 0)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_729(self):
+    """max_pool2d (ops.yaml:2446 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_730(self):
+    """max_pool2d (ops.yaml:2446 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_731(self):
+    """softmax.int (ops.yaml:2469 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_732(self):
+    """softmax.int (ops.yaml:2469 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_528(self):
-    """log_softmax.int (ops.yaml:1648 sample 0)"""
+def case_733(self):
+    """softmax.int (ops.yaml:2469 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_734(self):
+    """softmax.int (ops.yaml:2469 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_735(self):
+    """softmax.int (ops.yaml:2469 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_736(self):
+    """log_softmax.int (ops.yaml:2487 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_529(self):
-    """log_softmax.int (ops.yaml:1648 sample 1)"""
+def case_737(self):
+    """log_softmax.int (ops.yaml:2487 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_530(self):
-    """log_softmax.int (ops.yaml:1648 sample 2)"""
+def case_738(self):
+    """log_softmax.int (ops.yaml:2487 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_531(self):
-    """log_softmax.int (ops.yaml:1648 sample 3)"""
+def case_739(self):
+    """log_softmax.int (ops.yaml:2487 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_532(self):
-    """log_softmax.int (ops.yaml:1648 sample 4)"""
+def case_740(self):
+    """log_softmax.int (ops.yaml:2487 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_533(grad_output, output):
-    """softmax_backward_data (ops.yaml:1666 sample 0)"""
+def case_741(grad_output, output):
+    """softmax_backward_data (ops.yaml:2505 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_534(grad_output, output):
-    """softmax_backward_data (ops.yaml:1666 sample 1)"""
+def case_742(grad_output, output):
+    """softmax_backward_data (ops.yaml:2505 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_535(grad_output, output):
-    """softmax_backward_data (ops.yaml:1666 sample 2)"""
+def case_743(grad_output, output):
+    """softmax_backward_data (ops.yaml:2505 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_536(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1683 sample 0)"""
+def case_744(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2522 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_537(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1683 sample 1)"""
+def case_745(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2522 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_538(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1683 sample 2)"""
+def case_746(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2522 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_539(input):
-    """dropout (ops.yaml:1722 sample 0)"""
+def case_747(input):
+    """dropout (ops.yaml:2561 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_540(input):
-    """dropout (ops.yaml:1722 sample 1)"""
+def case_748(input):
+    """dropout (ops.yaml:2561 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_541(input):
-    """dropout (ops.yaml:1722 sample 2)"""
+def case_749(input):
+    """dropout (ops.yaml:2561 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_542(input):
-    """dropout (ops.yaml:1722 sample 3)"""
+def case_750(input):
+    """dropout (ops.yaml:2561 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_543(input):
-    """dropout (ops.yaml:1722 sample 4)"""
+def case_751(input):
+    """dropout (ops.yaml:2561 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_544(self, target):
-    """mse_loss (ops.yaml:1736 sample 0)"""
+def case_752(self, target):
+    """mse_loss (ops.yaml:2575 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_545(self, target):
-    """mse_loss (ops.yaml:1736 sample 1)"""
+def case_753(self, target):
+    """mse_loss (ops.yaml:2575 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_546(self, target):
-    """mse_loss (ops.yaml:1736 sample 2)"""
+def case_754(self, target):
+    """mse_loss (ops.yaml:2575 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_547(self, target):
-    """mse_loss (ops.yaml:1736 sample 3)"""
+def case_755(self, target):
+    """mse_loss (ops.yaml:2575 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_548(self, target):
-    """mse_loss (ops.yaml:1736 sample 4)"""
+def case_756(self, target):
+    """mse_loss (ops.yaml:2575 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_549(self, target):
-    """l1_loss (ops.yaml:1751 sample 0)"""
+def case_757(self, target):
+    """l1_loss (ops.yaml:2590 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_550(self, target):
-    """l1_loss (ops.yaml:1751 sample 1)"""
+def case_758(self, target):
+    """l1_loss (ops.yaml:2590 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_551(self, target):
-    """l1_loss (ops.yaml:1751 sample 2)"""
+def case_759(self, target):
+    """l1_loss (ops.yaml:2590 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_552(self, target):
-    """l1_loss (ops.yaml:1751 sample 3)"""
+def case_760(self, target):
+    """l1_loss (ops.yaml:2590 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_553(self, target):
-    """l1_loss (ops.yaml:1751 sample 4)"""
+def case_761(self, target):
+    """l1_loss (ops.yaml:2590 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_554(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 0)"""
+def case_762(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_555(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 1)"""
+def case_763(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_556(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 2)"""
+def case_764(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_557(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 3)"""
+def case_765(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_558(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 4)"""
+def case_766(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_559(self, target):
-    """smooth_l1_loss (ops.yaml:1766 sample 5)"""
+def case_767(self, target):
+    """smooth_l1_loss (ops.yaml:2605 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_560(self, target):
-    """huber_loss (ops.yaml:1782 sample 0)"""
+def case_768(self, target):
+    """huber_loss (ops.yaml:2621 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_561(self, target):
-    """huber_loss (ops.yaml:1782 sample 1)"""
+def case_769(self, target):
+    """huber_loss (ops.yaml:2621 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_562(self, target):
-    """huber_loss (ops.yaml:1782 sample 2)"""
+def case_770(self, target):
+    """huber_loss (ops.yaml:2621 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_563(self, target):
-    """huber_loss (ops.yaml:1782 sample 3)"""
+def case_771(self, target):
+    """huber_loss (ops.yaml:2621 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_564(self, target):
-    """huber_loss (ops.yaml:1782 sample 4)"""
+def case_772(self, target):
+    """huber_loss (ops.yaml:2621 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_565(self, target):
-    """binary_cross_entropy (ops.yaml:1798 sample 0)"""
+def case_773(self, target):
+    """binary_cross_entropy (ops.yaml:2637 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_566(self, target):
-    """binary_cross_entropy (ops.yaml:1798 sample 1)"""
+def case_774(self, target):
+    """binary_cross_entropy (ops.yaml:2637 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_567(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1798 sample 2)"""
+def case_775(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2637 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_568(self, target):
-    """binary_cross_entropy (ops.yaml:1798 sample 3)"""
+def case_776(self, target):
+    """binary_cross_entropy (ops.yaml:2637 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_569(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1798 sample 4)"""
+def case_777(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2637 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_570(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1798 sample 5)"""
+def case_778(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2637 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_571(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 0)"""
+def case_779(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_572(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 1)"""
+def case_780(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_573(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 2)"""
+def case_781(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_574(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 3)"""
+def case_782(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_575(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 4)"""
+def case_783(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_576(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1814 sample 5)"""
+def case_784(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2653 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_577(self, target):
-    """nll_loss (ops.yaml:1837 sample 0)"""
+def case_785(self, target):
+    """nll_loss (ops.yaml:2676 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_578(self, target, weight):
-    """nll_loss (ops.yaml:1837 sample 1)"""
+def case_786(self, target, weight):
+    """nll_loss (ops.yaml:2676 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_579(self, target, weight):
-    """nll_loss (ops.yaml:1837 sample 2)"""
+def case_787(self, target, weight):
+    """nll_loss (ops.yaml:2676 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_580(self, target):
-    """nll_loss (ops.yaml:1837 sample 3)"""
+def case_788(self, target):
+    """nll_loss (ops.yaml:2676 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_581(self, target, weight):
-    """nll_loss (ops.yaml:1837 sample 4)"""
+def case_789(self, target, weight):
+    """nll_loss (ops.yaml:2676 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_582(self, target):
-    """nll_loss (ops.yaml:1837 sample 5)"""
+def case_790(self, target):
+    """nll_loss (ops.yaml:2676 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_583(self, target):
-    """cross_entropy_loss (ops.yaml:1860 sample 0)"""
+def case_791(self, target):
+    """cross_entropy_loss (ops.yaml:2699 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3485,32 +5008,32 @@ def case_583(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_584(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 1)"""
+def case_792(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_585(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 2)"""
+def case_793(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_586(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 3)"""
+def case_794(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_587(self, target):
-    """cross_entropy_loss (ops.yaml:1860 sample 4)"""
+def case_795(self, target):
+    """cross_entropy_loss (ops.yaml:2699 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3518,8 +5041,8 @@ def case_587(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_588(self, target):
-    """cross_entropy_loss (ops.yaml:1860 sample 5)"""
+def case_796(self, target):
+    """cross_entropy_loss (ops.yaml:2699 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3527,16 +5050,16 @@ def case_588(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_589(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 6)"""
+def case_797(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_590(self, target):
-    """cross_entropy_loss (ops.yaml:1860 sample 7)"""
+def case_798(self, target):
+    """cross_entropy_loss (ops.yaml:2699 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3544,24 +5067,24 @@ def case_590(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_591(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 8)"""
+def case_799(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_592(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 9)"""
+def case_800(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_593(self, target):
-    """cross_entropy_loss (ops.yaml:1860 sample 10)"""
+def case_801(self, target):
+    """cross_entropy_loss (ops.yaml:2699 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3569,16 +5092,16 @@ def case_593(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_594(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1860 sample 11)"""
+def case_802(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2699 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_595(self, target):
-    """cross_entropy_index (ops.yaml:1885 sample 0)"""
+def case_803(self, target):
+    """cross_entropy_index (ops.yaml:2724 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -3586,8 +5109,8 @@ def case_595(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_596(self, target):
-    """cross_entropy_index (ops.yaml:1885 sample 1)"""
+def case_804(self, target):
+    """cross_entropy_index (ops.yaml:2724 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -3595,8 +5118,8 @@ def case_596(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_597(self, target):
-    """cross_entropy_index (ops.yaml:1885 sample 2)"""
+def case_805(self, target):
+    """cross_entropy_index (ops.yaml:2724 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3604,8 +5127,8 @@ def case_597(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_598(self, target):
-    """cross_entropy_index (ops.yaml:1885 sample 3)"""
+def case_806(self, target):
+    """cross_entropy_index (ops.yaml:2724 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3613,8 +5136,8 @@ def case_598(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_599(self, target):
-    """cross_entropy_index (ops.yaml:1885 sample 4)"""
+def case_807(self, target):
+    """cross_entropy_index (ops.yaml:2724 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3622,48 +5145,48 @@ def case_599(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_600():
-    """empty (ops.yaml:1911 sample 0)"""
+def case_808():
+    """empty (ops.yaml:2750 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_601():
-    """empty (ops.yaml:1911 sample 1)"""
+def case_809():
+    """empty (ops.yaml:2750 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_602():
-    """empty (ops.yaml:1911 sample 2)"""
+def case_810():
+    """empty (ops.yaml:2750 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_603():
-    """zeros (ops.yaml:1918 sample 0)"""
+def case_811():
+    """zeros (ops.yaml:2757 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_604():
-    """ones (ops.yaml:1926 sample 0)"""
+def case_812():
+    """ones (ops.yaml:2765 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_605():
-    """full (ops.yaml:1941 sample 0)"""
+def case_813():
+    """full (ops.yaml:2780 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3671,8 +5194,8 @@ def case_605():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_606():
-    """full (ops.yaml:1941 sample 1)"""
+def case_814():
+    """full (ops.yaml:2780 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3680,8 +5203,8 @@ def case_606():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_607():
-    """full (ops.yaml:1941 sample 2)"""
+def case_815():
+    """full (ops.yaml:2780 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3689,71 +5212,71 @@ def case_607():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_608(self):
-    """empty_like (ops.yaml:1952 sample 0)"""
+def case_816(self):
+    """empty_like (ops.yaml:2791 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_609(self):
-    """empty_like (ops.yaml:1952 sample 1)"""
+def case_817(self):
+    """empty_like (ops.yaml:2791 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_610(self):
-    """empty_like (ops.yaml:1952 sample 2)"""
+def case_818(self):
+    """empty_like (ops.yaml:2791 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_611(self):
-    """ones_like (ops.yaml:1972 sample 0)"""
+def case_819(self):
+    """ones_like (ops.yaml:2811 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_612(self):
-    """ones_like (ops.yaml:1972 sample 1)"""
+def case_820(self):
+    """ones_like (ops.yaml:2811 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_613(self):
-    """ones_like (ops.yaml:1972 sample 2)"""
+def case_821(self):
+    """ones_like (ops.yaml:2811 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_614(self):
-    """ones_like (ops.yaml:1972 sample 3)"""
+def case_822(self):
+    """ones_like (ops.yaml:2811 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_615(self):
-    """full_like (ops.yaml:1984 sample 0)"""
+def case_823(self):
+    """full_like (ops.yaml:2823 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_616(self):
-    """full_like (ops.yaml:1984 sample 1)"""
+def case_824(self):
+    """full_like (ops.yaml:2823 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_617(self):
-    """full_like (ops.yaml:1984 sample 2)"""
+def case_825(self):
+    """full_like (ops.yaml:2823 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_618():
-    """arange (ops.yaml:1989 sample 0)"""
+def case_826():
+    """arange (ops.yaml:2828 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3762,8 +5285,8 @@ def case_618():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_619():
-    """linspace (ops.yaml:2004 sample 0)"""
+def case_827():
+    """linspace (ops.yaml:2843 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3772,8 +5295,8 @@ def case_619():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_620():
-    """linspace (ops.yaml:2004 sample 1)"""
+def case_828():
+    """linspace (ops.yaml:2843 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3782,8 +5305,8 @@ def case_620():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_621():
-    """linspace (ops.yaml:2004 sample 2)"""
+def case_829():
+    """linspace (ops.yaml:2843 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3792,24 +5315,24 @@ def case_621():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_622():
-    """eye (ops.yaml:2016 sample 0)"""
+def case_830():
+    """eye (ops.yaml:2855 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_623():
-    """eye (ops.yaml:2016 sample 1)"""
+def case_831():
+    """eye (ops.yaml:2855 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_624():
-    """eye.m (ops.yaml:2027 sample 0)"""
+def case_832():
+    """eye.m (ops.yaml:2866 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3817,8 +5340,8 @@ def case_624():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_625():
-    """eye.m (ops.yaml:2027 sample 1)"""
+def case_833():
+    """eye.m (ops.yaml:2866 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3826,8 +5349,8 @@ def case_625():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_626():
-    """rand (ops.yaml:2031 sample 0)"""
+def case_834():
+    """rand (ops.yaml:2870 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3835,8 +5358,8 @@ def case_626():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_627():
-    """randn (ops.yaml:2042 sample 0)"""
+def case_835():
+    """randn (ops.yaml:2881 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3844,36 +5367,36 @@ def case_627():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_628(self):
-    """rand_like (ops.yaml:2059 sample 0)"""
+def case_836(self):
+    """rand_like (ops.yaml:2898 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_629(self):
-    """rand_like (ops.yaml:2059 sample 1)"""
+def case_837(self):
+    """rand_like (ops.yaml:2898 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_630(self):
-    """randn_like (ops.yaml:2069 sample 0)"""
+def case_838(self):
+    """randn_like (ops.yaml:2908 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_631(self):
-    """randn_like (ops.yaml:2069 sample 1)"""
+def case_839(self):
+    """randn_like (ops.yaml:2908 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_632():
-    """randint (ops.yaml:2080 sample 0)"""
+def case_840():
+    """randint (ops.yaml:2919 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3882,8 +5405,8 @@ def case_632():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_633():
-    """randint (ops.yaml:2080 sample 1)"""
+def case_841():
+    """randint (ops.yaml:2919 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3892,8 +5415,8 @@ def case_633():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_634():
-    """randint.low (ops.yaml:2091 sample 0)"""
+def case_842():
+    """randint.low (ops.yaml:2930 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3903,8 +5426,8 @@ def case_634():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_635():
-    """randperm (ops.yaml:2101 sample 0)"""
+def case_843():
+    """randperm (ops.yaml:2940 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3912,8 +5435,8 @@ def case_635():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_636():
-    """randperm (ops.yaml:2101 sample 1)"""
+def case_844():
+    """randperm (ops.yaml:2940 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3921,83 +5444,83 @@ def case_636():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_637(self):
-    """bernoulli.p (ops.yaml:2118 sample 0)"""
+def case_845(self):
+    """bernoulli.p (ops.yaml:2957 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_638(self):
-    """bernoulli.p (ops.yaml:2118 sample 1)"""
+def case_846(self):
+    """bernoulli.p (ops.yaml:2957 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_639(self):
-    """bernoulli.p (ops.yaml:2118 sample 2)"""
+def case_847(self):
+    """bernoulli.p (ops.yaml:2957 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_640(self):
-    """normal (ops.yaml:2129 sample 0)"""
+def case_848(self):
+    """normal (ops.yaml:2968 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_641(self):
-    """normal (ops.yaml:2129 sample 1)"""
+def case_849(self):
+    """normal (ops.yaml:2968 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_642(self):
-    """normal (ops.yaml:2129 sample 2)"""
+def case_850(self):
+    """normal (ops.yaml:2968 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_643(self):
-    """uniform (ops.yaml:2141 sample 0)"""
+def case_851(self):
+    """uniform (ops.yaml:2980 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_644(self):
-    """uniform (ops.yaml:2141 sample 1)"""
+def case_852(self):
+    """uniform (ops.yaml:2980 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_645(self):
-    """uniform (ops.yaml:2141 sample 2)"""
+def case_853(self):
+    """uniform (ops.yaml:2980 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_646(self):
-    """sum_to (ops.yaml:2154 sample 0)"""
+def case_854(self):
+    """sum_to (ops.yaml:2993 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_647(self):
-    """sum_to (ops.yaml:2154 sample 1)"""
+def case_855(self):
+    """sum_to (ops.yaml:2993 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -5359,592 +6882,1216 @@ CASES = [
     dict(op="cumsum", where="ops.yaml:1174 sample 4", fn=case_451, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1188 sample 0", fn=case_452, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1189 sample 0", fn=case_452, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1188 sample 1", fn=case_453, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1189 sample 1", fn=case_453, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1188 sample 2", fn=case_454, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1189 sample 2", fn=case_454, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1188 sample 3", fn=case_455, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1189 sample 3", fn=case_455, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1201 sample 0", fn=case_456, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1203 sample 0", fn=case_456, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1201 sample 1", fn=case_457, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1203 sample 1", fn=case_457, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1201 sample 2", fn=case_458, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1203 sample 2", fn=case_458, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1201 sample 3", fn=case_459, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1203 sample 3", fn=case_459, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1215 sample 0", fn=case_460, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1218 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1215 sample 1", fn=case_461, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1218 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1215 sample 2", fn=case_462, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1218 sample 2", fn=case_462, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 0", fn=case_463, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 0", fn=case_463, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 1", fn=case_464, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 1", fn=case_464, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 2", fn=case_465, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 2", fn=case_465, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1233 sample 3", fn=case_466, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 3", fn=case_466, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1299 sample 0", fn=case_467, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1323 sample 0", fn=case_467, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1299 sample 1", fn=case_468, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1323 sample 1", fn=case_468, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1299 sample 2", fn=case_469, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1323 sample 2", fn=case_469, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1299 sample 3", fn=case_470, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1323 sample 3", fn=case_470, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 0", fn=case_471, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 0", fn=case_471, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 1", fn=case_472, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 1", fn=case_472, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 2", fn=case_473, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 2", fn=case_473, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 3", fn=case_474, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 3", fn=case_474, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 4", fn=case_475, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 4", fn=case_475, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 5", fn=case_476, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 5", fn=case_476, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 6", fn=case_477, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 6", fn=case_477, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 7", fn=case_478, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 7", fn=case_478, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 8", fn=case_479, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 8", fn=case_479, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 9", fn=case_480, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 9", fn=case_480, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1317 sample 10", fn=case_481, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1341 sample 10", fn=case_481, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1347 sample 0", fn=case_482, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1371 sample 0", fn=case_482, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1347 sample 1", fn=case_483, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1371 sample 1", fn=case_483, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1347 sample 2", fn=case_484, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1371 sample 2", fn=case_484, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1347 sample 3", fn=case_485, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1371 sample 3", fn=case_485, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1374 sample 0", fn=case_486, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1398 sample 0", fn=case_486, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1374 sample 1", fn=case_487, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1398 sample 1", fn=case_487, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1374 sample 2", fn=case_488, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1398 sample 2", fn=case_488, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1374 sample 3", fn=case_489, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1398 sample 3", fn=case_489, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1374 sample 4", fn=case_490, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1398 sample 4", fn=case_490, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1406 sample 0", fn=case_491, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1430 sample 0", fn=case_491, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1406 sample 1", fn=case_492, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1430 sample 1", fn=case_492, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1406 sample 2", fn=case_493, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1430 sample 2", fn=case_493, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1406 sample 3", fn=case_494, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1430 sample 3", fn=case_494, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1406 sample 4", fn=case_495, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1430 sample 4", fn=case_495, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1427 sample 0", fn=case_496, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1451 sample 0", fn=case_496, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1427 sample 1", fn=case_497, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1451 sample 1", fn=case_497, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1427 sample 2", fn=case_498, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1451 sample 2", fn=case_498, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1444 sample 0", fn=case_499, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1468 sample 0", fn=case_499, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1444 sample 1", fn=case_500, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1468 sample 1", fn=case_500, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1444 sample 2", fn=case_501, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1468 sample 2", fn=case_501, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1484 sample 0", fn=case_502, tensors=["self"],
+    dict(op="t", where="ops.yaml:1508 sample 0", fn=case_502, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1484 sample 1", fn=case_503, tensors=["self"],
+    dict(op="t", where="ops.yaml:1508 sample 1", fn=case_503, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1495 sample 0", fn=case_504, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1519 sample 0", fn=case_504, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1495 sample 1", fn=case_505, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1519 sample 1", fn=case_505, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1509 sample 0", fn=case_506, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1533 sample 0", fn=case_506, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1518 sample 0", fn=case_507, tensors=["self"],
+    dict(op="view", where="ops.yaml:1542 sample 0", fn=case_507, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1518 sample 1", fn=case_508, tensors=["self"],
+    dict(op="view", where="ops.yaml:1542 sample 1", fn=case_508, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1528 sample 0", fn=case_509, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1552 sample 0", fn=case_509, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1528 sample 1", fn=case_510, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1552 sample 1", fn=case_510, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1538 sample 0", fn=case_511, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1562 sample 0", fn=case_511, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1538 sample 1", fn=case_512, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1562 sample 1", fn=case_512, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1548 sample 0", fn=case_513, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1572 sample 0", fn=case_513, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1558 sample 0", fn=case_514, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1582 sample 0", fn=case_514, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1558 sample 1", fn=case_515, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1582 sample 1", fn=case_515, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1569 sample 0", fn=case_516, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1593 sample 0", fn=case_516, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1569 sample 1", fn=case_517, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1593 sample 1", fn=case_517, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1583 sample 0", fn=case_518, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1607 sample 0", fn=case_518, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1583 sample 1", fn=case_519, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1607 sample 1", fn=case_519, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1594 sample 0", fn=case_520, tensors=["self"],
+    dict(op="select", where="ops.yaml:1618 sample 0", fn=case_520, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1594 sample 1", fn=case_521, tensors=["self"],
+    dict(op="select", where="ops.yaml:1618 sample 1", fn=case_521, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1604 sample 0", fn=case_522, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1628 sample 0", fn=case_522, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1630 sample 0", fn=case_523, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1641 sample 0", fn=case_523, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1641 sample 1", fn=case_524, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1641 sample 2", fn=case_525, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1641 sample 3", fn=case_526, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1641 sample 4", fn=case_527, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1660 sample 0", fn=case_528, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1660 sample 1", fn=case_529, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1660 sample 2", fn=case_530, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1660 sample 3", fn=case_531, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1672 sample 0", fn=case_532, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1672 sample 1", fn=case_533, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1672 sample 2", fn=case_534, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1672 sample 3", fn=case_535, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1690 sample 0", fn=case_536, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1690 sample 1", fn=case_537, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1690 sample 2", fn=case_538, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1690 sample 3", fn=case_539, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 0", fn=case_540, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 1", fn=case_541, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 2", fn=case_542, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 3", fn=case_543, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 4", fn=case_544, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1705 sample 5", fn=case_545, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1720 sample 0", fn=case_546, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1720 sample 1", fn=case_547, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1720 sample 2", fn=case_548, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1720 sample 3", fn=case_549, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1720 sample 4", fn=case_550, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1737 sample 0", fn=case_551, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1737 sample 1", fn=case_552, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1737 sample 2", fn=case_553, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1737 sample 3", fn=case_554, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1737 sample 4", fn=case_555, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1761 sample 0", fn=case_556, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1761 sample 1", fn=case_557, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1761 sample 2", fn=case_558, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1761 sample 3", fn=case_559, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1761 sample 4", fn=case_560, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1777 sample 0", fn=case_561, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1777 sample 1", fn=case_562, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1777 sample 2", fn=case_563, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1777 sample 3", fn=case_564, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1777 sample 4", fn=case_565, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 0", fn=case_566, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 1", fn=case_567, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 2", fn=case_568, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 3", fn=case_569, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 4", fn=case_570, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 5", fn=case_571, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 6", fn=case_572, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1791 sample 7", fn=case_573, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1811 sample 0", fn=case_574, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1811 sample 1", fn=case_575, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1811 sample 2", fn=case_576, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1811 sample 3", fn=case_577, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1811 sample 4", fn=case_578, tensors=["tensors_0", "tensors_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1832 sample 0", fn=case_579, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1832 sample 1", fn=case_580, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1832 sample 2", fn=case_581, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1832 sample 3", fn=case_582, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1832 sample 4", fn=case_583, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1846 sample 0", fn=case_584, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1846 sample 1", fn=case_585, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1846 sample 2", fn=case_586, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1846 sample 3", fn=case_587, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1859 sample 0", fn=case_588, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1859 sample 1", fn=case_589, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1859 sample 2", fn=case_590, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1859 sample 3", fn=case_591, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1872 sample 0", fn=case_592, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1872 sample 1", fn=case_593, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1872 sample 2", fn=case_594, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1872 sample 3", fn=case_595, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 0", fn=case_596, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 1", fn=case_597, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 2", fn=case_598, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 3", fn=case_599, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 4", fn=case_600, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1889 sample 5", fn=case_601, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1913 sample 0", fn=case_602, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1913 sample 1", fn=case_603, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1913 sample 2", fn=case_604, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1913 sample 3", fn=case_605, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1913 sample 4", fn=case_606, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1928 sample 0", fn=case_607, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1928 sample 1", fn=case_608, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1928 sample 2", fn=case_609, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1941 sample 0", fn=case_610, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1941 sample 1", fn=case_611, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1941 sample 2", fn=case_612, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1941 sample 3", fn=case_613, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1941 sample 4", fn=case_614, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1964 sample 0", fn=case_615, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1964 sample 1", fn=case_616, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1964 sample 2", fn=case_617, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1964 sample 3", fn=case_618, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1985 sample 0", fn=case_619, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1985 sample 1", fn=case_620, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1985 sample 2", fn=case_621, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1998 sample 0", fn=case_622, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1998 sample 1", fn=case_623, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1998 sample 2", fn=case_624, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1998 sample 3", fn=case_625, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1998 sample 4", fn=case_626, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:2017 sample 0", fn=case_627, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:2017 sample 1", fn=case_628, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:2017 sample 2", fn=case_629, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:2017 sample 3", fn=case_630, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:2031 sample 0", fn=case_631, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:2031 sample 1", fn=case_632, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:2058 sample 0", fn=case_633, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:2058 sample 1", fn=case_634, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:2058 sample 2", fn=case_635, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:2058 sample 3", fn=case_636, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:2070 sample 0", fn=case_637, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:2070 sample 1", fn=case_638, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:2070 sample 2", fn=case_639, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:2070 sample 3", fn=case_640, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:2083 sample 0", fn=case_641, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:2083 sample 1", fn=case_642, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:2083 sample 2", fn=case_643, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:2083 sample 3", fn=case_644, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:2083 sample 4", fn=case_645, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:2098 sample 0", fn=case_646, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:2098 sample 1", fn=case_647, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:2098 sample 2", fn=case_648, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:2098 sample 3", fn=case_649, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:2098 sample 4", fn=case_650, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 0", fn=case_651, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 1", fn=case_652, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 2", fn=case_653, tensors=["self", "indices_0", "indices_2"],
+         free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 3", fn=case_654, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 4", fn=case_655, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2112 sample 5", fn=case_656, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:2127 sample 0", fn=case_657, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:2127 sample 1", fn=case_658, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:2127 sample 2", fn=case_659, tensors=["self", "indices_0", "indices_1", "values"],
+         free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:2127 sample 3", fn=case_660, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:2127 sample 4", fn=case_661, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 0 result values", fn=case_662, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 0 result indices", fn=case_663, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 1 result values", fn=case_664, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 1 result indices", fn=case_665, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 2 result values", fn=case_666, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 2 result indices", fn=case_667, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 3 result values", fn=case_668, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 3 result indices", fn=case_669, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 4 result values", fn=case_670, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:2142 sample 4 result indices", fn=case_671, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:2158 sample 0 result values", fn=case_672, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:2158 sample 0 result indices", fn=case_673, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:2158 sample 1 result values", fn=case_674, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:2158 sample 1 result indices", fn=case_675, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 0 result values", fn=case_676, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 0 result indices", fn=case_677, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 1 result values", fn=case_678, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 1 result indices", fn=case_679, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 2 result values", fn=case_680, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 2 result indices", fn=case_681, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 3 result values", fn=case_682, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 3 result indices", fn=case_683, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 4 result values", fn=case_684, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2172 sample 4 result indices", fn=case_685, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2194 sample 0", fn=case_686, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1630 sample 1", fn=case_524, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2194 sample 1", fn=case_687, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1630 sample 2", fn=case_525, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2194 sample 2", fn=case_688, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1630 sample 3", fn=case_526, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2194 sample 3", fn=case_689, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1630 sample 4", fn=case_527, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2213 sample 0", fn=case_690, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1648 sample 0", fn=case_528, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2213 sample 1", fn=case_691, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1648 sample 1", fn=case_529, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2213 sample 2", fn=case_692, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1648 sample 2", fn=case_530, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2213 sample 3", fn=case_693, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1648 sample 3", fn=case_531, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1648 sample 4", fn=case_532, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 0", fn=case_533, tensors=["grad_output", "output"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2228 sample 0", fn=case_694, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 1", fn=case_534, tensors=["grad_output", "output"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2228 sample 1", fn=case_695, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1666 sample 2", fn=case_535, tensors=["grad_output", "output"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2241 sample 0", fn=case_696, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 0", fn=case_536, tensors=["grad_output", "output"],
+    dict(op="conv2d", where="ops.yaml:2288 sample 0", fn=case_697, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2288 sample 1", fn=case_698, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2288 sample 2", fn=case_699, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2288 sample 3", fn=case_700, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2288 sample 4", fn=case_701, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2288 sample 5", fn=case_702, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 1", fn=case_537, tensors=["grad_output", "output"],
+    dict(op="conv2d.padding", where="ops.yaml:2310 sample 0", fn=case_703, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2310 sample 1", fn=case_704, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2310 sample 2", fn=case_705, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2330 sample 0", fn=case_706, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2330 sample 1", fn=case_707, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2330 sample 2", fn=case_708, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:2349 sample 0", fn=case_709, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2367 sample 0", fn=case_710, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2367 sample 1", fn=case_711, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2367 sample 2", fn=case_712, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2367 sample 3", fn=case_713, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1683 sample 2", fn=case_538, tensors=["grad_output", "output"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2383 sample 0", fn=case_714, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1722 sample 0", fn=case_539, tensors=["input"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2383 sample 1", fn=case_715, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2396 sample 0", fn=case_716, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2396 sample 1", fn=case_717, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2410 sample 0", fn=case_718, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2410 sample 1", fn=case_719, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 0 result values", fn=case_720, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 0 result indices", fn=case_721, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 1 result values", fn=case_722, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 1 result indices", fn=case_723, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 2 result values", fn=case_724, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 2 result indices", fn=case_725, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 3 result values", fn=case_726, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2428 sample 3 result indices", fn=case_727, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2446 sample 0", fn=case_728, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2446 sample 1", fn=case_729, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2446 sample 2", fn=case_730, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2469 sample 0", fn=case_731, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2469 sample 1", fn=case_732, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2469 sample 2", fn=case_733, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2469 sample 3", fn=case_734, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2469 sample 4", fn=case_735, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2487 sample 0", fn=case_736, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2487 sample 1", fn=case_737, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2487 sample 2", fn=case_738, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2487 sample 3", fn=case_739, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2487 sample 4", fn=case_740, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2505 sample 0", fn=case_741, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2505 sample 1", fn=case_742, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2505 sample 2", fn=case_743, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2522 sample 0", fn=case_744, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2522 sample 1", fn=case_745, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2522 sample 2", fn=case_746, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:2561 sample 0", fn=case_747, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1722 sample 1", fn=case_540, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2561 sample 1", fn=case_748, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1722 sample 2", fn=case_541, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2561 sample 2", fn=case_749, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1722 sample 3", fn=case_542, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2561 sample 3", fn=case_750, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1722 sample 4", fn=case_543, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2561 sample 4", fn=case_751, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1736 sample 0", fn=case_544, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2575 sample 0", fn=case_752, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1736 sample 1", fn=case_545, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2575 sample 1", fn=case_753, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1736 sample 2", fn=case_546, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2575 sample 2", fn=case_754, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1736 sample 3", fn=case_547, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2575 sample 3", fn=case_755, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1736 sample 4", fn=case_548, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2575 sample 4", fn=case_756, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1751 sample 0", fn=case_549, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2590 sample 0", fn=case_757, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1751 sample 1", fn=case_550, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2590 sample 1", fn=case_758, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1751 sample 2", fn=case_551, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2590 sample 2", fn=case_759, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1751 sample 3", fn=case_552, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2590 sample 3", fn=case_760, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1751 sample 4", fn=case_553, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2590 sample 4", fn=case_761, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 0", fn=case_554, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 0", fn=case_762, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 1", fn=case_555, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 1", fn=case_763, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 2", fn=case_556, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 2", fn=case_764, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 3", fn=case_557, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 3", fn=case_765, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 4", fn=case_558, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 4", fn=case_766, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1766 sample 5", fn=case_559, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2605 sample 5", fn=case_767, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1782 sample 0", fn=case_560, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2621 sample 0", fn=case_768, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1782 sample 1", fn=case_561, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2621 sample 1", fn=case_769, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1782 sample 2", fn=case_562, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2621 sample 2", fn=case_770, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1782 sample 3", fn=case_563, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2621 sample 3", fn=case_771, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1782 sample 4", fn=case_564, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2621 sample 4", fn=case_772, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 0", fn=case_565, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 0", fn=case_773, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 1", fn=case_566, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 1", fn=case_774, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 2", fn=case_567, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 2", fn=case_775, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 3", fn=case_568, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 3", fn=case_776, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 4", fn=case_569, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 4", fn=case_777, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1798 sample 5", fn=case_570, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2637 sample 5", fn=case_778, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 0", fn=case_571, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 0", fn=case_779, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 1", fn=case_572, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 1", fn=case_780, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 2", fn=case_573, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 2", fn=case_781, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 3", fn=case_574, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 3", fn=case_782, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 4", fn=case_575, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 4", fn=case_783, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1814 sample 5", fn=case_576, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2653 sample 5", fn=case_784, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 0", fn=case_577, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 0", fn=case_785, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 1", fn=case_578, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 1", fn=case_786, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 2", fn=case_579, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 2", fn=case_787, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 3", fn=case_580, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 3", fn=case_788, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 4", fn=case_581, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 4", fn=case_789, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1837 sample 5", fn=case_582, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2676 sample 5", fn=case_790, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 0", fn=case_583, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 0", fn=case_791, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 1", fn=case_584, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 1", fn=case_792, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 2", fn=case_585, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 2", fn=case_793, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 3", fn=case_586, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 3", fn=case_794, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 4", fn=case_587, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 4", fn=case_795, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 5", fn=case_588, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 5", fn=case_796, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 6", fn=case_589, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 6", fn=case_797, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 7", fn=case_590, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 7", fn=case_798, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 8", fn=case_591, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 8", fn=case_799, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 9", fn=case_592, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 9", fn=case_800, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 10", fn=case_593, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 10", fn=case_801, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1860 sample 11", fn=case_594, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2699 sample 11", fn=case_802, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 0", fn=case_595, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2724 sample 0", fn=case_803, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 1", fn=case_596, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2724 sample 1", fn=case_804, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 2", fn=case_597, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2724 sample 2", fn=case_805, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 3", fn=case_598, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2724 sample 3", fn=case_806, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1885 sample 4", fn=case_599, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2724 sample 4", fn=case_807, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1911 sample 0", fn=case_600, tensors=[],
+    dict(op="empty", where="ops.yaml:2750 sample 0", fn=case_808, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1911 sample 1", fn=case_601, tensors=[],
+    dict(op="empty", where="ops.yaml:2750 sample 1", fn=case_809, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1911 sample 2", fn=case_602, tensors=[],
+    dict(op="empty", where="ops.yaml:2750 sample 2", fn=case_810, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1918 sample 0", fn=case_603, tensors=[],
+    dict(op="zeros", where="ops.yaml:2757 sample 0", fn=case_811, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1926 sample 0", fn=case_604, tensors=[],
+    dict(op="ones", where="ops.yaml:2765 sample 0", fn=case_812, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1941 sample 0", fn=case_605, tensors=[],
+    dict(op="full", where="ops.yaml:2780 sample 0", fn=case_813, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1941 sample 1", fn=case_606, tensors=[],
+    dict(op="full", where="ops.yaml:2780 sample 1", fn=case_814, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1941 sample 2", fn=case_607, tensors=[],
+    dict(op="full", where="ops.yaml:2780 sample 2", fn=case_815, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1952 sample 0", fn=case_608, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2791 sample 0", fn=case_816, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1952 sample 1", fn=case_609, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2791 sample 1", fn=case_817, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1952 sample 2", fn=case_610, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2791 sample 2", fn=case_818, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1972 sample 0", fn=case_611, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2811 sample 0", fn=case_819, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1972 sample 1", fn=case_612, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2811 sample 1", fn=case_820, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1972 sample 2", fn=case_613, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2811 sample 2", fn=case_821, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1972 sample 3", fn=case_614, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2811 sample 3", fn=case_822, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1984 sample 0", fn=case_615, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2823 sample 0", fn=case_823, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1984 sample 1", fn=case_616, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2823 sample 1", fn=case_824, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1984 sample 2", fn=case_617, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2823 sample 2", fn=case_825, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1989 sample 0", fn=case_618, tensors=[],
+    dict(op="arange", where="ops.yaml:2828 sample 0", fn=case_826, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2004 sample 0", fn=case_619, tensors=[],
+    dict(op="linspace", where="ops.yaml:2843 sample 0", fn=case_827, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2004 sample 1", fn=case_620, tensors=[],
+    dict(op="linspace", where="ops.yaml:2843 sample 1", fn=case_828, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2004 sample 2", fn=case_621, tensors=[],
+    dict(op="linspace", where="ops.yaml:2843 sample 2", fn=case_829, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2016 sample 0", fn=case_622, tensors=[],
+    dict(op="eye", where="ops.yaml:2855 sample 0", fn=case_830, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2016 sample 1", fn=case_623, tensors=[],
+    dict(op="eye", where="ops.yaml:2855 sample 1", fn=case_831, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2027 sample 0", fn=case_624, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2866 sample 0", fn=case_832, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2027 sample 1", fn=case_625, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2866 sample 1", fn=case_833, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2031 sample 0", fn=case_626, tensors=[],
+    dict(op="rand", where="ops.yaml:2870 sample 0", fn=case_834, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2042 sample 0", fn=case_627, tensors=[],
+    dict(op="randn", where="ops.yaml:2881 sample 0", fn=case_835, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2059 sample 0", fn=case_628, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2898 sample 0", fn=case_836, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2059 sample 1", fn=case_629, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2898 sample 1", fn=case_837, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2069 sample 0", fn=case_630, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2908 sample 0", fn=case_838, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2069 sample 1", fn=case_631, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2908 sample 1", fn=case_839, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2080 sample 0", fn=case_632, tensors=[],
+    dict(op="randint", where="ops.yaml:2919 sample 0", fn=case_840, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2080 sample 1", fn=case_633, tensors=[],
+    dict(op="randint", where="ops.yaml:2919 sample 1", fn=case_841, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2091 sample 0", fn=case_634, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2930 sample 0", fn=case_842, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2101 sample 0", fn=case_635, tensors=[],
+    dict(op="randperm", where="ops.yaml:2940 sample 0", fn=case_843, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2101 sample 1", fn=case_636, tensors=[],
+    dict(op="randperm", where="ops.yaml:2940 sample 1", fn=case_844, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2118 sample 0", fn=case_637, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2957 sample 0", fn=case_845, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2118 sample 1", fn=case_638, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2957 sample 1", fn=case_846, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2118 sample 2", fn=case_639, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2957 sample 2", fn=case_847, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2129 sample 0", fn=case_640, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2968 sample 0", fn=case_848, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2129 sample 1", fn=case_641, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2968 sample 1", fn=case_849, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2129 sample 2", fn=case_642, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2968 sample 2", fn=case_850, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2141 sample 0", fn=case_643, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2980 sample 0", fn=case_851, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2141 sample 1", fn=case_644, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2980 sample 1", fn=case_852, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2141 sample 2", fn=case_645, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2980 sample 2", fn=case_853, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2154 sample 0", fn=case_646, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2993 sample 0", fn=case_854, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2154 sample 1", fn=case_647, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2993 sample 1", fn=case_855, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -349,3 +349,81 @@ yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, y
     yt_release(g);
     return result;
 }
+
+/* grad * exp(self - result), grad and result broadcast back over the reduced dims (PyTorch's
+ * formula: NaN over an all -inf slice, as there). */
+yt_tensor *
+yt__composite_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *result,
+                                 const int64_t *dim, int dim_len, bool keepdim)
+{
+    int ndim = yt_tensor_dim(self);
+    bool reduced[YT_MAX_DIM];
+    int n = reduced_dims(reduced, ndim, dim, dim_len, "logsumexp_backward");
+    if (n < 0)
+        return NULL;
+    yt_tensor *g =
+        restore_reduced_dims(grad, reduced, n, ndim, keepdim, "logsumexp_backward", "grad");
+    yt_tensor *r = g == NULL ? NULL
+                             : restore_reduced_dims(result, reduced, n, ndim, keepdim,
+                                                    "logsumexp_backward", "result");
+    yt_tensor *shifted = yt_sub(self, r);
+    yt_tensor *e = yt_exp(shifted);
+    yt_tensor *out = yt_mul(g, e);
+    yt_release(e);
+    yt_release(shifted);
+    yt_release(r);
+    yt_release(g);
+    return out;
+}
+
+/* grad * 2 (self - mean(self)) / max(0, N - correction), N the reduced element count. */
+yt_tensor *
+yt__composite_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
+                           int64_t correction, bool keepdim)
+{
+    int ndim = yt_tensor_dim(self);
+    bool reduced[YT_MAX_DIM];
+    int n = reduced_dims(reduced, ndim, dim, dim_len, "var_backward");
+    if (n < 0)
+        return NULL;
+    int64_t count = 1;
+    for (int i = 0; i < ndim; i++)
+        if (reduced[i])
+            count *= yt_tensor_size(self, i);
+    double c = correction == YT_NONE ? 1.0 : (double)correction;
+    double denom = (double)count - c > 0 ? (double)count - c : 0.0;
+    yt_tensor *g = restore_reduced_dims(grad, reduced, n, ndim, keepdim, "var_backward", "grad");
+    yt_tensor *mean = yt_mean_dim_ex(self, dim, dim_len, true, YT_DTYPE_NONE);
+    yt_tensor *dev = yt_sub(self, mean);
+    yt_tensor *gd = yt_mul(g, dev);
+    yt_tensor *out = yt_mul_scalar(gd, yt_float(2.0 / denom));
+    yt_release(gd);
+    yt_release(dev);
+    yt_release(mean);
+    yt_release(g);
+    return out;
+}
+
+/* var_backward of grad / (2 result), with 0 where the result is 0 (PyTorch's masked_fill); the
+ * zero results are replaced by 1 before dividing so no inf or NaN reaches double backward. */
+yt_tensor *
+yt__composite_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *result, const int64_t *dim,
+                           int dim_len, int64_t correction, bool keepdim)
+{
+    yt_tensor *is_zero = yt_eq_scalar(result, yt_int(0));
+    yt_tensor *zmask = yt_to(is_zero, yt_tensor_dtype(result));
+    yt_tensor *r1 = yt_add(result, zmask);
+    yt_tensor *keep = yt_rsub(zmask, yt_int(1)); /* 1 - [result == 0] */
+    yt_tensor *two_r = yt_mul_scalar(r1, yt_int(2));
+    yt_tensor *q = yt_div(grad, two_r);
+    yt_tensor *gv = yt_mul(q, keep);
+    yt_tensor *out = yt_var_backward(gv, self, dim, dim_len, correction, keepdim);
+    yt_release(gv);
+    yt_release(q);
+    yt_release(two_r);
+    yt_release(keep);
+    yt_release(r1);
+    yt_release(zmask);
+    yt_release(is_zero);
+    return out;
+}

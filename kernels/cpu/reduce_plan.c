@@ -185,8 +185,8 @@ yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride, const yt__reduce
 /* Inner reduction: folds elements [lo, hi) of the reduced space under `base` (row-major over the
  * reduced dims, then the inner dim) into *a. */
 static void
-inner_range(const reduce_plan *p, yt__reduce_row_fn row, acc *a, const char *base, int64_t lo,
-            int64_t hi)
+inner_range(const reduce_plan *p, const yt__reduce_loops *loops, acc *a, const char *base,
+            int64_t out, int64_t lo, int64_t hi)
 {
     int64_t n = p->inner.size, stride = p->inner.in_stride;
     int64_t j = lo % n;
@@ -194,7 +194,10 @@ inner_range(const reduce_plan *p, yt__reduce_row_fn row, acc *a, const char *bas
     cursor_seek(&c, p->red, p->n_red, lo / n);
     while (lo < hi) {
         int64_t len = n - j < hi - lo ? n - j : hi - lo;
-        row(a, base + c.in + j * stride, len, stride);
+        if (loops->row_at != NULL)
+            loops->row_at(loops->ctx, out, a, base + c.in + j * stride, len, stride);
+        else
+            loops->row(a, base + c.in + j * stride, len, stride);
         lo += len;
         j = 0;
         cursor_next(&c, p->red, p->n_red);
@@ -205,11 +208,26 @@ inner_range(const reduce_plan *p, yt__reduce_row_fn row, acc *a, const char *bas
  * dim, under `base`, into accs[0..len). */
 static void
 outer_rows(const reduce_plan *p, const yt__reduce_loops *loops, acc *accs, const char *base,
-           int64_t j0, int64_t len, int64_t r0, int64_t r1)
+           int64_t out_first, int64_t j0, int64_t len, int64_t r0, int64_t r1)
 {
     const char *col = base + j0 * p->inner.in_stride;
     cursor c;
     cursor_seek(&c, p->red, p->n_red, r0);
+    if (loops->rows_at != NULL) {
+        /* runs of rows along the innermost reduced dim (all of them: one row when none) */
+        const reduce_dim *last = p->n_red > 0 ? &p->red[p->n_red - 1] : NULL;
+        int64_t first = out_first + j0 * p->inner.out_stride;
+        for (int64_t r = r0; r < r1;) {
+            int64_t run = last == NULL ? 1 : last->size - c.idx[p->n_red - 1];
+            run = run < r1 - r ? run : r1 - r;
+            loops->rows_at(loops->ctx, first, p->inner.out_stride, accs, col + c.in, len,
+                           p->inner.in_stride, run, last == NULL ? 0 : last->in_stride);
+            r += run;
+            if (r < r1)
+                cursor_seek(&c, p->red, p->n_red, r);
+        }
+        return;
+    }
     if (loops->rows_block != NULL && p->n_red > 0) {
         /* runs of rows along the innermost reduced dim go to the op in one call */
         const reduce_dim *last = &p->red[p->n_red - 1];
@@ -250,14 +268,18 @@ run_units(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, i
         if (p->inner.reduced) {
             acc a;
             loops->init(&a, 1, loops->floating);
-            inner_range(p, loops->row, &a, base, 0, p->red_count * p->inner.size);
+            inner_range(p, loops, &a, base, kc.out, 0, p->red_count * p->inner.size);
+            if (loops->finish != NULL)
+                loops->finish(&a, 1, loops->ctx);
             yt__reduce_store(out, kc.out, 1, &a, 1, loops->divisor);
         } else {
             acc accs[CHUNK];
             int64_t j0 = chunk * CHUNK;
             int64_t len = p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
             loops->init(accs, len, loops->floating);
-            outer_rows(p, loops, accs, base, j0, len, 0, p->red_count);
+            outer_rows(p, loops, accs, base, kc.out, j0, len, 0, p->red_count);
+            if (loops->finish != NULL)
+                loops->finish(accs, len, loops->ctx);
             yt__reduce_store(out, kc.out + j0 * p->inner.out_stride, p->inner.out_stride, accs, len,
                              loops->divisor);
         }
@@ -293,13 +315,15 @@ run_unit_split(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *o
         acc part[CHUNK];
         loops->init(part, len, loops->floating);
         if (p->inner.reduced)
-            inner_range(p, loops->row, part, base, lo, hi);
+            inner_range(p, loops, part, base, kc.out, lo, hi);
         else
-            outer_rows(p, loops, part, base, j0, len, lo, hi);
+            outer_rows(p, loops, part, base, kc.out, j0, len, lo, hi);
 #pragma omp ordered
         loops->combine(total, part, len, loops->floating);
     }
     int64_t stride = p->inner.reduced ? 1 : p->inner.out_stride;
+    if (loops->finish != NULL)
+        loops->finish(total, len, loops->ctx);
     yt__reduce_store(out, kc.out + j0 * stride, stride, total, len, loops->divisor);
 }
 

@@ -44,6 +44,18 @@ typedef void (*yt__reduce_init_fn)(yt__reduce_acc *v, int64_t n, bool floating);
 typedef void (*yt__reduce_combine_fn)(yt__reduce_acc *total, const yt__reduce_acc *part, int64_t n,
                                       bool floating);
 
+/* Optional forms of `row` and `rows_block` that are also told which result elements they feed
+ * (element indices in the contiguous result: `out`, or out_first + j * out_stride for accs[j]),
+ * for folds that depend on a per-output value the op keeps in `ctx` (var's shift). */
+typedef void (*yt__reduce_row_at_fn)(const void *ctx, int64_t out, yt__reduce_acc *acc,
+                                     const char *x, int64_t n, int64_t stride);
+typedef void (*yt__reduce_rows_at_fn)(const void *ctx, int64_t out_first, int64_t out_stride,
+                                      yt__reduce_acc *accs, const char *x, int64_t n,
+                                      int64_t stride, int64_t m, int64_t row_stride);
+/* Optional: maps finished accumulators v[0..n) in place before they are stored (std's and norm
+ * 2's square root); gets the loops' ctx. */
+typedef void (*yt__reduce_finish_fn)(yt__reduce_acc *v, int64_t n, const void *ctx);
+
 /* What a reduction op hands the driver: its loops for the input's dtype and plain data. */
 typedef struct yt__reduce_loops {
     yt__reduce_row_fn row;
@@ -53,6 +65,11 @@ typedef struct yt__reduce_loops {
     yt__reduce_combine_fn combine;
     bool floating;  /* which accumulator member is live; passed to init and combine */
     double divisor; /* passed to yt__reduce_store: the count for mean, 1 otherwise */
+    /* optional: when row_at / rows_at are set they replace row / rows and rows_block */
+    yt__reduce_row_at_fn row_at;
+    yt__reduce_rows_at_fn rows_at;
+    const void *ctx;
+    yt__reduce_finish_fn finish;
 } yt__reduce_loops;
 
 /* Sets mask[i] for each of the `ndim` dims that `dim` reduces (every dim when dim_len == 0).

@@ -280,7 +280,7 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  shape: self.shape"), "ops.yaml:6: neg: shape must be a list, an int[] argument or a yt__ function call"),
     (neg_with("  shape: yt__shape_of(self, size)"), "ops.yaml:6: neg: 'yt__shape_of(self, size)' names unknown argument 'size'"),
     (neg_with("  domain: negative"),
-     "ops.yaml:6: neg: 'domain' must be one of positive, nonzero, got 'negative'"),
+     "ops.yaml:6: neg: 'domain' must be one of positive, nonzero, unit, got 'negative'"),
     # samples (the same rules hold for a check's `bad:` arguments)
     (neg_with("  samples: {self: [2]}"), "ops.yaml:6: neg: 'samples' must be a list"),
     (neg_with("  samples:", "    - [2, 3]"), "ops.yaml:7: neg: a sample must map argument names to values"),

@@ -45,7 +45,8 @@ next_value(uint64_t *state, const char *domain, yt_dtype dtype)
 }
 
 static yt_tensor *
-make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, const char *domain)
+make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, const char *domain,
+            int64_t high)
 {
     int64_t numel = 1;
     for (int i = 0; i < dim; i++)
@@ -53,8 +54,11 @@ make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, cons
     double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
     if (values == NULL)
         return NULL;
-    for (int64_t i = 0; i < numel; i++)
-        values[i] = next_value(state, domain, dtype);
+    for (int64_t i = 0; i < numel; i++) {
+        values[i] = next_value(state, domain, high > 0 ? YT_DTYPE_F64 : dtype);
+        if (high > 0) /* an index tensor: values in [0, high) */
+            values[i] = floor((values[i] + 2.0) / 4.0 * (double)high);
+    }
     yt_tensor *f64 = yt_tensor_from_data(values, sizes, dim, YT_DTYPE_F64);
     free(values);
     yt_tensor *t = yt_to(f64, dtype);
@@ -65,7 +69,8 @@ make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, cons
 static yt_tensor *
 make_input(const yt_case_tensor *spec, yt_dtype dtype, uint64_t *state, const char *domain)
 {
-    yt_tensor *t = make_tensor(spec->sizes, spec->dim, dtype, state, domain);
+    yt_tensor *t = make_tensor(spec->sizes, spec->dim, dtype, state, spec->high > 0 ? NULL : domain,
+                               spec->high);
     if (t != NULL && spec->transpose) {
         yt_tensor *view = yt_transpose(t, -2, -1);
         yt_release(t);
@@ -183,8 +188,8 @@ run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir
     write_npy(meta, dir, "out", out);
     if (!yt_requires_grad(out))
         goto done;
-    gout =
-        make_tensor(yt_tensor_sizes(out), yt_tensor_dim(out), yt_tensor_dtype(out), &state, NULL);
+    gout = make_tensor(yt_tensor_sizes(out), yt_tensor_dim(out), yt_tensor_dtype(out), &state, NULL,
+                       0);
     write_npy(meta, dir, "gout", gout);
     if (yt_backward(out, gout, NULL) != YT_OK) {
         fprintf(meta, "error backward: %s\n", yt_errmsg());

@@ -14,6 +14,7 @@ typedef struct yt_case_tensor {
     int64_t sizes[YT_MAX_DIM];
     yt_dtype dtype;
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
+    int64_t high;   /* > 0: integer values drawn from [0, high) (index tensors) */
     bool optional;  /* a Tensor? argument: NULL is None, not an error */
 } yt_case_tensor;
 

@@ -37,8 +37,10 @@ make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool
         numel *= spec->sizes[i];
     double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
     for (int64_t i = 0; i < numel; i++) {
-        double v = value_at(state, domain);
-        if (spec->dtype == YT_DTYPE_BOOL)
+        double v = value_at(state, spec->high > 0 ? NULL : domain);
+        if (spec->high > 0)
+            v = floor((v + 2.0) / 4.0 * (double)spec->high); /* an index in [0, high) */
+        else if (spec->dtype == YT_DTYPE_BOOL)
             v = v > 0;
         else if (spec->dtype != YT_DTYPE_F64 && spec->dtype != YT_DTYPE_F32)
             v = floor(v * 3);

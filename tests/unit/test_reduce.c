@@ -467,3 +467,68 @@ Test(reduce, max_dim_values_indices_gradient)
     yt_release(t);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* ---------------------------------------------------------------- fused kernels: f32 vs f64 */
+
+/* The fused f32 paths (inner rows, outer column blocks, threaded sizes) against the f64 ones on
+ * the same data, with a non-multiple-of-32 width and a column of constants. */
+Test(fused, f32_matches_f64_inner_and_outer)
+{
+    enum { R = 700, C = 301 };
+    double *x = malloc(sizeof(double) * R * C);
+    for (int i = 0; i < R * C; i++)
+        x[i] = i % C == 5 ? 0.1 : 3.0 + sin(0.37 * i) * 2.0;
+    int64_t sizes[] = {R, C};
+    yt_tensor *t32 = make(x, sizes, 2, YT_DTYPE_F32);
+    yt_tensor *t64 = make(x, sizes, 2, YT_DTYPE_F64);
+    double *a = malloc(sizeof(double) * R), *b = malloc(sizeof(double) * R);
+    for (int64_t d = 0; d < 2; d++) {
+        int64_t n = d == 0 ? C : R;
+        for (int op = 0; op < 4; op++) {
+            yt_tensor *r32 =
+                op == 0   ? yt_logsumexp(t32, &d, 1)
+                : op == 1 ? yt_var_ex(t32, &d, 1, YT_NONE, false)
+                : op == 2 ? yt_std_ex(t32, &d, 1, 0, false)
+                          : yt_linalg_vector_norm_ex(t32, yt_int(2), &d, 1, false, YT_DTYPE_NONE);
+            yt_tensor *r64 =
+                op == 0   ? yt_logsumexp(t64, &d, 1)
+                : op == 1 ? yt_var_ex(t64, &d, 1, YT_NONE, false)
+                : op == 2 ? yt_std_ex(t64, &d, 1, 0, false)
+                          : yt_linalg_vector_norm_ex(t64, yt_int(2), &d, 1, false, YT_DTYPE_NONE);
+            take(r32, a, n);
+            take(r64, b, n);
+            for (int64_t i = 0; i < n; i++)
+                cr_assert(fabs(a[i] - b[i]) <= 1e-5 * (1 + fabs(b[i])),
+                          "op %d dim %lld [%lld]: f32 %.9g f64 %.9g", op, (long long)d,
+                          (long long)i, a[i], b[i]);
+            if (d == 0 && (op == 1 || op == 2))
+                cr_assert_eq(a[5], 0.0, "constant column: var/std %g", a[5]);
+        }
+    }
+    free(a);
+    free(b);
+    yt_release(t32);
+    yt_release(t64);
+    free(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* -inf / NaN columns through the outer logsumexp path; NaN in a long row for the inf norm. */
+Test(fused, outer_logsumexp_and_inf_norm_specials)
+{
+    enum { R = 40, C = 70 };
+    double x[R * C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = i % C == 3 ? -INFINITY : i % C == 4 && i / C == 17 ? NAN : 0.5 * (i % 7);
+    int64_t sizes[] = {R, C}, d0 = 0;
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+    double v[C];
+    take(yt_logsumexp(t, &d0, 1), v, C);
+    cr_assert(isinf(v[3]) && v[3] < 0, "all -inf column: %g", v[3]);
+    cr_assert(isnan(v[4]), "NaN column: %g", v[4]);
+    cr_assert(isfinite(v[0]), "column 0: %g", v[0]);
+    double m = one(yt_linalg_vector_norm_ex(t, yt_float(INFINITY), NULL, 0, false, YT_DTYPE_NONE));
+    cr_assert(isnan(m), "inf norm with a NaN: %g", m);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -2545,52 +2545,52 @@ YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
  * -inf over an all -inf slice.
  * Uses the defaults keepdim=False; yt_logsumexp_ex() takes every argument.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len);
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
  * -inf over an all -inf slice.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:1194) */
+/* ---- var.correction (ops.yaml:1195) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
  * when N - correction <= 0). Exactly 0 for a constant input.
  * Uses the defaults dim=[], correction=None, keepdim=False; yt_var_ex() takes every argument.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_var(yt_tensor *self);
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
  * when N - correction <= 0). Exactly 0 for a constant input.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:1208) */
+/* ---- std.correction (ops.yaml:1210) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
  * Uses the defaults dim=[], correction=None, keepdim=False; yt_std_ex() takes every argument.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_std(yt_tensor *self);
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
- * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:1221) */
+/* ---- linalg_vector_norm (ops.yaml:1224) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2608,7 +2608,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1240) */
+/* ---- evenly_distribute_backward (ops.yaml:1243) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2616,7 +2616,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1247) */
+/* ---- prod_backward (ops.yaml:1250) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2624,7 +2624,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1254) */
+/* ---- prod_dim_backward (ops.yaml:1257) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2634,7 +2634,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1261) */
+/* ---- cumsum_backward (ops.yaml:1264) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -2642,7 +2642,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1268) */
+/* ---- norm_backward (ops.yaml:1271) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2652,7 +2652,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1275) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1278) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2662,7 +2662,37 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- mm (ops.yaml:1284) */
+/* ---- logsumexp_backward (ops.yaml:1285) */
+
+/* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced
+ * dims.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                        const int64_t *dim, int dim_len, bool keepdim);
+
+/* ---- var_backward (ops.yaml:1292) */
+
+/* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
+ * Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
+                                  int64_t correction, bool keepdim);
+
+/* ---- std_backward (ops.yaml:1299) */
+
+/* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
+ * Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as
+ * PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                  const int64_t *dim, int dim_len, int64_t correction,
+                                  bool keepdim);
+
+/* ---- mm (ops.yaml:1308) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -2679,7 +2709,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1305) */
+/* ---- matmul (ops.yaml:1329) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2688,7 +2718,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1330) */
+/* ---- bmm (ops.yaml:1354) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2705,7 +2735,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1353) */
+/* ---- addmm (ops.yaml:1377) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2741,7 +2771,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1381) */
+/* ---- baddbmm (ops.yaml:1405) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2778,7 +2808,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1413) */
+/* ---- dot (ops.yaml:1437) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2786,7 +2816,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1432) */
+/* ---- outer (ops.yaml:1456) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2794,7 +2824,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:1475) */
+/* ---- t (ops.yaml:1499) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2802,7 +2832,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1488) */
+/* ---- transpose (ops.yaml:1512) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2810,7 +2840,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1499) */
+/* ---- permute (ops.yaml:1523) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2819,7 +2849,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1512) */
+/* ---- view (ops.yaml:1536) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2828,7 +2858,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1522) */
+/* ---- reshape (ops.yaml:1546) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2836,7 +2866,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1532) */
+/* ---- expand (ops.yaml:1556) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2844,7 +2874,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1542) */
+/* ---- squeeze (ops.yaml:1566) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2852,7 +2882,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1551) */
+/* ---- squeeze.dim (ops.yaml:1575) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2860,7 +2890,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1562) */
+/* ---- unsqueeze (ops.yaml:1586) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2868,7 +2898,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1573) */
+/* ---- slice (ops.yaml:1597) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2886,7 +2916,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1587) */
+/* ---- select (ops.yaml:1611) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2894,7 +2924,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1598) */
+/* ---- contiguous (ops.yaml:1622) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2902,7 +2932,911 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- softmax.int (ops.yaml:1619) */
+/* ---- flatten.using_ints (ops.yaml:1631) */
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Uses the defaults start_dim=0, end_dim=-1; yt_flatten_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten(yt_tensor *self);
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+
+/* ---- unflatten.int (ops.yaml:1648) */
+
+/* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
+ * A view splitting dimension `dim` into `sizes` (one entry may be -1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
+
+/* ---- broadcast_to (ops.yaml:1666) */
+
+/* broadcast_to(Tensor self, int[] size) -> Tensor
+ * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
+
+/* ---- narrow (ops.yaml:1678) */
+
+/* narrow(Tensor self, int dim, int start, int length) -> Tensor
+ * A view of `length` elements from `start` (negative counts from the end) along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
+
+/* ---- repeat (ops.yaml:1696) */
+
+/* repeat(Tensor self, int[] repeats) -> Tensor
+ * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
+ * dimensions).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
+
+/* ---- flip (ops.yaml:1713) */
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * A copy of `self` with the order of elements reversed along each dimension in `dims`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
+
+/* ---- roll (ops.yaml:1727) */
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Uses the defaults dims=[]; yt_roll_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len);
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
+                             const int64_t *dims, int dims_len);
+
+/* ---- roll_backward (ops.yaml:1744) */
+
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * Gradient of roll: `grad` rolled back by -shifts.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
+                                   const int64_t *dims, int dims_len);
+
+/* ---- tril (ops.yaml:1752) */
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_tril_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril(yt_tensor *self);
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- triu (ops.yaml:1768) */
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_triu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu(yt_tensor *self);
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- pad (ops.yaml:1784) */
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Uses the defaults mode=constant, value=None; yt_pad_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
+                            const double *value);
+
+/* ---- cat (ops.yaml:1803) */
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat(yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
+                               int64_t dim);
+
+/* ---- cat_backward (ops.yaml:1818) */
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
+ * 1-D empty inputs).
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
+                               int tensors_len, yt_tensor **out, int64_t out_capacity);
+
+/* ---- stack (ops.yaml:1826) */
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Uses the defaults dim=0; yt_stack_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* ---- split.Tensor (ops.yaml:1839) */
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Uses the defaults dim=0; yt_split_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity);
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- chunk (ops.yaml:1852) */
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Uses the defaults dim=0; yt_chunk_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity);
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- unbind.int (ops.yaml:1865) */
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Uses the defaults dim=0; yt_unbind_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity);
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
+
+/* ---- index_select (ops.yaml:1881) */
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index);
+
+/* ---- index_select_backward (ops.yaml:1897) */
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
+ * `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                           int self_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- index_add (ops.yaml:1905) */
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source,
+                                  yt_scalar alpha);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                     yt_tensor *source, yt_scalar alpha);
+
+/* ---- index_copy (ops.yaml:1920) */
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                   yt_tensor *source);
+
+/* ---- gather (ops.yaml:1933) */
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  bool sparse_grad);
+
+/* ---- gather_backward (ops.yaml:1948) */
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                                     int64_t dim, yt_tensor *index);
+
+/* ---- scatter.src (ops.yaml:1956) */
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                yt_tensor *src);
+
+/* ---- scatter_src_backward (ops.yaml:1970) */
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
+ * `src_sizes` (src may be larger than index).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                          int src_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- scatter.value (ops.yaml:1978) */
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value);
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_scalar value);
+
+/* ---- scatter_add (ops.yaml:1990) */
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                    yt_tensor *src);
+
+/* ---- embedding (ops.yaml:2005) */
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Uses the defaults padding_idx=-1, scale_grad_by_freq=False, sparse=False; yt_embedding_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                                  bool scale_grad_by_freq, bool sparse);
+
+/* ---- embedding_dense_backward (ops.yaml:2024) */
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
+ * (none into padding_idx), divided by each index's count when scale_grad_by_freq.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices,
+                                              int64_t num_weights, int64_t padding_idx,
+                                              bool scale_grad_by_freq);
+
+/* ---- embedding_weight_backward (ops.yaml:2036) */
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                               const int64_t *weight_sizes, int weight_sizes_len,
+                                               int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- embedding_dense_double_backward (ops.yaml:2044) */
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
+ * padding_idx, divided by the counts when scale_grad_by_freq.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
+                                                     int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- one_hot (ops.yaml:2052) */
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Uses the defaults num_classes=-1; yt_one_hot_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot(yt_tensor *self);
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
+
+/* ---- nonzero (ops.yaml:2064) */
+
+/* nonzero(Tensor self) -> Tensor
+ * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nonzero(yt_tensor *self);
+
+/* ---- masked_select (ops.yaml:2076) */
+
+/* masked_select(Tensor self, Tensor mask) -> Tensor
+ * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
+
+/* ---- argsort (ops.yaml:2090) */
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Uses the defaults dim=-1, descending=False; yt_argsort_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort(yt_tensor *self);
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
+
+/* ---- index.Tensor (ops.yaml:2106) */
+
+/* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+ * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
+ * the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the
+ * indexed ones in place when those are adjacent, else lead the result.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
+
+/* ---- index_put (ops.yaml:2120) */
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Uses the defaults accumulate=False; yt_index_put_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                               yt_tensor *values);
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                                  yt_tensor *values, bool accumulate);
+
+/* ---- sort (ops.yaml:2134) */
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Uses the defaults dim=-1, descending=False; yt_sort_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices);
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
+                            yt_tensor **indices);
+
+/* ---- sort.stable (ops.yaml:2150) */
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Uses the defaults dim=-1, descending=False; yt_sort_stable_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values,
+                                yt_tensor **indices);
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
+                                   bool descending, yt_tensor **values, yt_tensor **indices);
+
+/* ---- topk (ops.yaml:2162) */
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Uses the defaults dim=-1, largest=True, sorted=True; yt_topk_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices);
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                            yt_tensor **values, yt_tensor **indices);
+
+/* ---- avg_pool2d (ops.yaml:2182) */
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Uses the defaults stride=[], padding=[], ceil_mode=False, count_include_pad=True, divisor_override=None; yt_avg_pool2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len);
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, bool ceil_mode, bool count_include_pad,
+                                   int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d (ops.yaml:2201) */
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
+ * ceil((i + 1) H / oH) and the same for columns.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
+                                         int output_size_len);
+
+/* ---- avg_pool2d_backward (ops.yaml:2220) */
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2233) */
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
+ * width).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2245) */
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
+ * window's maximum (`indices`, i64 positions within each plane, range-checked).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
+    yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+    const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+    const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+/* ---- max_pool2d_index_gather (ops.yaml:2255) */
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
+ * of max pooling: the derivative of max_pool2d's backward with respect to its gradient.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
+
+/* ---- max_pool2d_index_scatter (ops.yaml:2264) */
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
+ * range-checked): the adjoint of max_pool2d_index_gather.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
+                                              int self_size_len, yt_tensor *indices);
+
+/* ---- conv2d (ops.yaml:2273) */
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv2d.padding (ops.yaml:2297) */
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv2d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv1d (ops.yaml:2316) */
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv1d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv1d.padding (ops.yaml:2336) */
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv1d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv_transpose2d.input (ops.yaml:2353) */
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Uses the defaults bias=None, stride=[], padding=[], output_padding=[], groups=1, dilation=[]; yt_conv_transpose2d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len,
+                                         const int64_t *output_padding, int output_padding_len,
+                                         int64_t groups, const int64_t *dilation, int dilation_len);
+
+/* ---- conv2d_backward_input (ops.yaml:2375) */
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
+ * grad_output with weight.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight,
+                                           const int64_t *input_size, int input_size_len,
+                                           const int64_t *stride, int stride_len,
+                                           const int64_t *padding, int padding_len,
+                                           const int64_t *dilation, int dilation_len,
+                                           int64_t groups);
+
+/* ---- conv2d_backward_weight (ops.yaml:2388) */
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input,
+                                            const int64_t *weight_size, int weight_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+
+/* ---- conv2d_backward_bias (ops.yaml:2401) */
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
+ * dim (-3).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
+
+/* ---- max_pool2d_with_indices (ops.yaml:2415) */
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
+ * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
+ * padding (at most half the kernel) to 0, dilation to 1.
+ * Uses the defaults stride=[], padding=[], dilation=[], ceil_mode=False; yt_max_pool2d_with_indices_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size,
+                                            int kernel_size_len, yt_tensor **values,
+                                            yt_tensor **indices);
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
+ * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
+ * padding (at most half the kernel) to 0, dilation to 1.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size,
+                                               int kernel_size_len, const int64_t *stride,
+                                               int stride_len, const int64_t *padding,
+                                               int padding_len, const int64_t *dilation,
+                                               int dilation_len, bool ceil_mode, yt_tensor **values,
+                                               yt_tensor **indices);
+
+/* ---- max_pool2d (ops.yaml:2435) */
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * 2-D max pooling (max_pool2d_with_indices without the indices).
+ * Uses the defaults stride=[], padding=[], dilation=[], ceil_mode=False; yt_max_pool2d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len);
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * 2-D max pooling (max_pool2d_with_indices without the indices).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode);
+
+/* ---- softmax.int (ops.yaml:2458) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -2919,7 +3853,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:1637) */
+/* ---- log_softmax.int (ops.yaml:2476) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -2934,7 +3868,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:1655) */
+/* ---- softmax_backward_data (ops.yaml:2494) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -2942,7 +3876,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:1672) */
+/* ---- log_softmax_backward_data (ops.yaml:2511) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -2951,7 +3885,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:1689) */
+/* ---- softmax_double_backward (ops.yaml:2528) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -2960,7 +3894,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:1697) */
+/* ---- log_softmax_double_backward (ops.yaml:2536) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -2969,7 +3903,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:1705) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2544) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -2979,7 +3913,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:1716) */
+/* ---- dropout (ops.yaml:2555) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -2996,7 +3930,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:1729) */
+/* ---- mse_loss (ops.yaml:2568) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -3011,7 +3945,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:1744) */
+/* ---- l1_loss (ops.yaml:2583) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -3026,7 +3960,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:1759) */
+/* ---- smooth_l1_loss (ops.yaml:2598) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -3044,7 +3978,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:1775) */
+/* ---- huber_loss (ops.yaml:2614) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -3062,7 +3996,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:1790) */
+/* ---- binary_cross_entropy (ops.yaml:2629) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -3080,7 +4014,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:1807) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:2646) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -3101,7 +4035,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:1823) */
+/* ---- nll_loss (ops.yaml:2662) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -3121,7 +4055,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:1846) */
+/* ---- cross_entropy_loss (ops.yaml:2685) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -3144,7 +4078,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:1875) */
+/* ---- cross_entropy_index (ops.yaml:2714) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -3163,7 +4097,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:1893) */
+/* ---- cross_entropy_index_backward (ops.yaml:2732) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -3175,7 +4109,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- empty (ops.yaml:1904) */
+/* ---- empty (ops.yaml:2743) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -3190,7 +4124,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:1918) */
+/* ---- zeros (ops.yaml:2757) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -3205,7 +4139,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1926) */
+/* ---- ones (ops.yaml:2765) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -3220,7 +4154,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1934) */
+/* ---- full (ops.yaml:2773) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -3238,7 +4172,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:1946) */
+/* ---- empty_like (ops.yaml:2785) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -3255,7 +4189,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:1959) */
+/* ---- zeros_like (ops.yaml:2798) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -3263,7 +4197,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:1966) */
+/* ---- ones_like (ops.yaml:2805) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -3278,7 +4212,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:1978) */
+/* ---- full_like (ops.yaml:2817) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -3295,7 +4229,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:1989) */
+/* ---- arange (ops.yaml:2828) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -3313,7 +4247,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:1997) */
+/* ---- linspace (ops.yaml:2836) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -3329,7 +4263,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:2009) */
+/* ---- eye (ops.yaml:2848) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -3344,7 +4278,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:2020) */
+/* ---- eye.m (ops.yaml:2859) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -3359,7 +4293,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:2031) */
+/* ---- rand (ops.yaml:2870) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -3375,7 +4309,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:2042) */
+/* ---- randn (ops.yaml:2881) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -3391,7 +4325,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:2053) */
+/* ---- rand_like (ops.yaml:2892) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -3408,7 +4342,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:2063) */
+/* ---- randn_like (ops.yaml:2902) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -3425,7 +4359,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:2073) */
+/* ---- randint (ops.yaml:2912) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -3441,7 +4375,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:2084) */
+/* ---- randint.low (ops.yaml:2923) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -3457,7 +4391,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:2094) */
+/* ---- randperm (ops.yaml:2933) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -3473,7 +4407,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:2105) */
+/* ---- bernoulli (ops.yaml:2944) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -3490,7 +4424,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:2112) */
+/* ---- bernoulli.p (ops.yaml:2951) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -3524,7 +4458,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:2123) */
+/* ---- normal (ops.yaml:2962) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -3558,7 +4492,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:2135) */
+/* ---- uniform (ops.yaml:2974) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -3592,7 +4526,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:2148) */
+/* ---- sum_to (ops.yaml:2987) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -3600,7 +4534,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:2159) */
+/* ---- sum_backward (ops.yaml:2998) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -3609,7 +4543,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:2166) */
+/* ---- mean_backward (ops.yaml:3005) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -3618,7 +4552,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:2173) */
+/* ---- amax_backward (ops.yaml:3012) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -3627,7 +4561,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:2180) */
+/* ---- permute_backward (ops.yaml:3019) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -3635,7 +4569,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:2187) */
+/* ---- pow_backward (ops.yaml:3026) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -3643,7 +4577,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:2194) */
+/* ---- pow_backward_self (ops.yaml:3033) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -3651,7 +4585,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:2201) */
+/* ---- pow_backward_exponent (ops.yaml:3040) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -3660,7 +4594,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:2208) */
+/* ---- slice_backward (ops.yaml:3047) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -3670,7 +4604,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:2216) */
+/* ---- select_backward (ops.yaml:3055) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

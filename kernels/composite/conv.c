@@ -1,0 +1,221 @@
+/* conv1d, the "same"/"valid" padding overloads, conv_transpose2d and conv2d's bias gradient,
+ * written in public ops (conv2d and conv2d_backward_input do the work), so their gradients come
+ * from those ops' own. */
+#include <string.h>
+
+#include "conv.h"
+#include "kernels.h"
+
+/* Padding that keeps the size with stride 1: total = d (k - 1) per dim, the odd one extra at
+ * the bottom/right (PyTorch). Returns the symmetric padding to convolve with (the larger half)
+ * and, in `crop`, whether the first output row/column must be dropped. */
+static yt_status
+same_padding(const char *op, const int64_t *stride, int stride_len, const int64_t *dilation,
+             int dilation_len, const int64_t *kernel, int n, int64_t *pad, bool *crop)
+{
+    char buf[YT__SIZES_BUF];
+    for (int i = 0; i < stride_len; i++)
+        if (stride[i] != 1)
+            return yt__fail_status(YT_ERR_VALUE, "%s: padding='same' needs stride 1, got stride=%s",
+                                   op, yt__format_sizes(buf, sizeof buf, stride, stride_len));
+    for (int i = 0; i < n; i++) {
+        int64_t d = dilation_len == 0 ? 1 : dilation[dilation_len == 1 ? 0 : i], total;
+        if (d < 1)
+            return yt__fail_status(YT_ERR_VALUE, "%s: dilation=%s must be >= 1", op,
+                                   yt__format_sizes(buf, sizeof buf, dilation, dilation_len));
+        if (!yt__mul_ok(&total, d, kernel[i] - 1))
+            return yt__fail_status(YT_ERR_VALUE, "%s: dilation * (kernel size - 1) overflows", op);
+        pad[i] = total - total / 2;
+        crop[i] = total % 2 != 0;
+    }
+    return YT_OK;
+}
+
+yt_tensor *
+yt__composite_conv2d_padding(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                             const int64_t *stride, int stride_len, const char *padding,
+                             const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    if (strcmp(padding, "valid") == 0)
+        return yt_conv2d_ex(input, weight, bias, stride, stride_len, NULL, 0, dilation,
+                            dilation_len, groups);
+    int64_t pad[2];
+    bool crop[2];
+    if (same_padding("conv2d", stride, stride_len, dilation, dilation_len, weight->sizes + 2, 2,
+                     pad, crop) != YT_OK)
+        return NULL;
+    yt_tensor *y = yt_conv2d_ex(input, weight, bias, stride, stride_len, pad, 2, dilation,
+                                dilation_len, groups);
+    for (int i = 0; i < 2 && y != NULL; i++) {
+        if (!crop[i])
+            continue;
+        yt_tensor *cut = yt_slice_ex(y, yt_tensor_dim(y) - 2 + i, 1, YT_NONE, 1);
+        yt_release(y);
+        y = cut;
+    }
+    return y;
+}
+
+/* conv1d's arguments as conv2d's over a height of 1, validated under conv1d's name. */
+typedef struct conv1d_args {
+    yt_tensor *x, *w;
+    int64_t stride[2], padding[2], dilation[2];
+} conv1d_args;
+
+static yt_status
+conv1d_lift(conv1d_args *a, yt_tensor *input, yt_tensor *weight, const int64_t *stride,
+            int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
+            int dilation_len, int64_t groups)
+{
+    a->x = a->w = NULL;
+    a->stride[0] = 1, a->stride[1] = stride_len ? stride[0] : 1;
+    a->padding[0] = 0, a->padding[1] = padding_len ? padding[0] : 0;
+    a->dilation[0] = 1, a->dilation[1] = dilation_len ? dilation[0] : 1;
+    int64_t xs[4] = {1, 1, 1, 1}, ws[4] = {1, 1, 1, 1};
+    int xd = input->dim + 1;
+    for (int i = 0; i < input->dim; i++)
+        xs[i < input->dim - 1 ? i : i + 1] = input->sizes[i];
+    for (int i = 0; i < 3; i++)
+        ws[i < 2 ? i : 3] = weight->sizes[i];
+    yt__conv_geom g;
+    if (yt__conv_geom_init(&g, "conv1d", xs, xd, ws, 4, a->stride, 2, a->padding, 2, a->dilation, 2,
+                           groups) != YT_OK)
+        return yt__last_status();
+    a->x = yt_unsqueeze(input, -2);
+    a->w = yt_unsqueeze(weight, -2);
+    return a->x != NULL && a->w != NULL ? YT_OK : yt__last_status();
+}
+
+static yt_tensor *
+conv1d_finish(conv1d_args *a, yt_tensor *y)
+{
+    yt_release(a->x);
+    yt_release(a->w);
+    yt_tensor *r = yt_squeeze_dim(y, -2);
+    yt_release(y);
+    return r;
+}
+
+yt_tensor *
+yt__composite_conv1d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                     int stride_len, const int64_t *padding, int padding_len,
+                     const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    conv1d_args a;
+    if (conv1d_lift(&a, input, weight, stride, stride_len, padding, padding_len, dilation,
+                    dilation_len, groups) != YT_OK)
+        return conv1d_finish(&a, NULL);
+    yt_tensor *y = yt_conv2d_ex(a.x, a.w, bias, a.stride, 2, a.padding, 2, a.dilation, 2, groups);
+    return conv1d_finish(&a, y);
+}
+
+yt_tensor *
+yt__composite_conv1d_padding(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                             const int64_t *stride, int stride_len, const char *padding,
+                             const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    char buf[YT__SIZES_BUF];
+    if (stride_len > 1 || dilation_len > 1)
+        return yt__fail(YT_ERR_VALUE, "conv1d: %s=%s must have at most 1 entry",
+                        stride_len > 1 ? "stride" : "dilation",
+                        stride_len > 1 ? yt__format_sizes(buf, sizeof buf, stride, stride_len)
+                                       : yt__format_sizes(buf, sizeof buf, dilation, dilation_len));
+    bool same = strcmp(padding, "same") == 0;
+    if (same && stride_len == 1 && stride[0] != 1)
+        return yt__fail(YT_ERR_VALUE, "conv1d: padding='same' needs stride 1, got stride=[%lld]",
+                        (long long)stride[0]);
+    int64_t pad = 0;
+    bool crop = false;
+    if (same && same_padding("conv1d", NULL, 0, dilation, dilation_len, weight->sizes + 2, 1, &pad,
+                             &crop) != YT_OK)
+        return NULL;
+    conv1d_args a;
+    if (conv1d_lift(&a, input, weight, stride, stride_len, &pad, 1, dilation, dilation_len,
+                    groups) != YT_OK)
+        return conv1d_finish(&a, NULL);
+    yt_tensor *y = yt_conv2d_ex(a.x, a.w, bias, a.stride, 2, a.padding, 2, a.dilation, 2, groups);
+    if (y != NULL && crop) {
+        yt_tensor *cut = yt_slice_ex(y, yt_tensor_dim(y) - 1, 1, YT_NONE, 1);
+        yt_release(y);
+        y = cut;
+    }
+    return conv1d_finish(&a, y);
+}
+
+yt_tensor *
+yt__composite_conv_transpose2d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *output_padding,
+                               int output_padding_len, int64_t groups, const int64_t *dilation,
+                               int dilation_len)
+{
+    const char *op = "conv_transpose2d";
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    int64_t s[2], p[2], op2[2], d[2];
+    if (yt__conv_pair(s, op, "stride", stride, stride_len, 1, 1) != YT_OK ||
+        yt__conv_pair(p, op, "padding", padding, padding_len, 0, 0) != YT_OK ||
+        yt__conv_pair(op2, op, "output_padding", output_padding, output_padding_len, 0, 0) !=
+            YT_OK ||
+        yt__conv_pair(d, op, "dilation", dilation, dilation_len, 1, 1) != YT_OK)
+        return NULL;
+    int dim = input->dim;
+    int64_t c_in = input->sizes[dim - 3];
+    if (weight->sizes[0] != c_in)
+        return yt__fail(YT_ERR_SHAPE,
+                        "%s: weight.size(0)=%lld must equal the input channels input.size(%d)=%lld "
+                        "(weight %s, input %s)",
+                        op, (long long)weight->sizes[0], dim - 3, (long long)c_in,
+                        yt__format_sizes(a, sizeof a, weight->sizes, weight->dim),
+                        yt__format_sizes(b, sizeof b, input->sizes, dim));
+    if (c_in % groups != 0)
+        return yt__fail(YT_ERR_VALUE, "%s: input channels %lld are not divisible by groups=%lld",
+                        op, (long long)c_in, (long long)groups);
+    int64_t c_out, size[4];
+    if (!yt__mul_ok(&c_out, weight->sizes[1], groups))
+        return yt__fail(YT_ERR_VALUE, "%s: output channels overflow", op);
+    for (int i = 0; i < 2; i++) {
+        if (op2[i] >= s[i])
+            return yt__fail(
+                YT_ERR_VALUE, "%s: output_padding=%s must be smaller than stride=%s in each dim",
+                op, yt__format_sizes(a, sizeof a, op2, 2), yt__format_sizes(b, sizeof b, s, 2));
+        /* (in - 1) s - 2 p + d (k - 1) + output_padding + 1 */
+        int64_t in = input->sizes[dim - 2 + i], k = weight->sizes[2 + i], t, u, out;
+        if (!yt__mul_ok(&t, in - 1, s[i]) || !yt__mul_ok(&u, d[i], k - 1) ||
+            !yt__add_ok(&out, t, u) || !yt__add_ok(&out, out, op2[i] + 1) ||
+            !yt__mul_ok(&u, p[i], 2))
+            return yt__fail(YT_ERR_VALUE, "%s: the output size overflows", op);
+        out -= u;
+        if (in == 0 || out < 1)
+            return yt__fail(YT_ERR_SHAPE,
+                            "%s: output size %lld in dim %d is not positive (input %s, weight %s)",
+                            op, (long long)out, dim - 2 + i,
+                            yt__format_sizes(a, sizeof a, input->sizes, dim),
+                            yt__format_sizes(b, sizeof b, weight->sizes, weight->dim));
+        size[2 + i] = out;
+    }
+    if (bias != NULL && (bias->dim != 1 || bias->sizes[0] != c_out))
+        return yt__fail(YT_ERR_SHAPE, "%s: bias must be 1-D of size out_channels=%lld, got %s", op,
+                        (long long)c_out, yt__format_sizes(a, sizeof a, bias->sizes, bias->dim));
+    size[0] = dim == 4 ? input->sizes[0] : 0;
+    size[1] = c_out;
+    const int64_t *input_size = dim == 4 ? size : size + 1;
+    yt_tensor *y =
+        yt_conv2d_backward_input(input, weight, input_size, dim, s, 2, p, 2, d, 2, groups);
+    if (y == NULL || bias == NULL)
+        return y;
+    int64_t bshape[3] = {c_out, 1, 1};
+    yt_tensor *bv = yt_view(bias, bshape, 3);
+    yt_tensor *r = yt_add(y, bv);
+    yt_release(bv);
+    yt_release(y);
+    return r;
+}
+
+yt_tensor *
+yt__composite_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    static const int64_t batched[3] = {0, 2, 3}, unbatched[2] = {1, 2};
+    if (grad_output->dim == 4)
+        return yt_sum_dim(grad_output, batched, 3);
+    return yt_sum_dim(grad_output, unbatched, 2);
+}

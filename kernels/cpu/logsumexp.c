@@ -1,0 +1,228 @@
+/* logsumexp on the CPU, one pass through the reduction driver (reduce_plan.h).
+ *
+ * Each accumulator holds a logsumexp so far, in double, starting at -inf, and partial results
+ * merge with logaddexp(a, b) = max + log1p(exp(min - max)). A contiguous f32 row is folded a
+ * chunk of up to CHUNK elements at a time: the chunk's maximum m, then sum(exp(x - m)) with the
+ * 8-lane exp while the chunk is still in L1, then m + log(sum) merges into the accumulator. An
+ * outer reduction does the same for 64 columns at a time down runs of RUN rows. An infinite
+ * maximum shifts by 0 instead, so all -inf slices give -inf and +inf ones +inf (NaN with a NaN),
+ * as PyTorch. f64 computes in double with libm's exp; f16/bf16 through an f32 copy. */
+#pragma GCC target("avx2,fma")
+
+#include <math.h>
+
+#include "reduce_plan.h"
+#include "vec_math.h"
+
+typedef yt__reduce_acc acc;
+
+#define CHUNK 1024 /* f32 elements per max / exp-sum pair: stays in L1 */
+#define RUN   256  /* rows per outer run: 64 columns of them (64 KiB) stay in L2 */
+
+static double
+logaddexp(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return a + b;
+    double hi = a > b ? a : b, lo = a > b ? b : a;
+    if (lo == -INFINITY || hi == INFINITY)
+        return hi;
+    return hi + log1p(exp(lo - hi));
+}
+
+/* The shift for a slice whose maximum is m: m, or 0 when m is infinite (see the file comment). */
+static double
+shift_of(double m)
+{
+    return isinf(m) ? 0.0 : m;
+}
+
+/* ---------------------------------------------------------------- f32 */
+
+static float
+max_f32(const float *x, int64_t n)
+{
+    int64_t i = 0;
+    float m = -INFINITY;
+    if (n >= 32) {
+        __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+        for (; i + 32 <= n; i += 32) {
+            a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+            a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
+            a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
+            a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
+        }
+        m = yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
+    }
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* sum(exp(x - shift)); a NaN element makes it NaN (the max above may skip NaNs, this does not) */
+static float
+expsum_f32(const float *x, int64_t n, float shift)
+{
+    __m256 vs = _mm256_set1_ps(shift);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
+        s1 = _mm256_add_ps(s1, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs)));
+    }
+    float s = yt__hsum8(_mm256_add_ps(s0, s1));
+    for (; i < n; i++)
+        s += yt__exp1(x[i] - shift);
+    return s;
+}
+
+static void
+row_f32(acc *a, const char *x, int64_t n, int64_t stride)
+{
+    if (stride == sizeof(float)) {
+        const float *p = (const float *)x;
+        for (int64_t i = 0; i < n; i += CHUNK) {
+            int64_t len = n - i < CHUNK ? n - i : CHUNK;
+            float s = (float)shift_of(max_f32(p + i, len));
+            a->f = logaddexp(a->f, s + log((double)expsum_f32(p + i, len, s)));
+        }
+        return;
+    }
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        float v = *(const float *)(x + i * stride);
+        m = v > m ? v : m;
+    }
+    float s = (float)shift_of(m);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += yt__exp1(*(const float *)(x + i * stride) - s);
+    a->f = logaddexp(a->f, s + log(sum));
+}
+
+static void
+rows_f32(acc *accs, const char *x, int64_t n, int64_t stride)
+{
+    for (int64_t j = 0; j < n; j++)
+        accs[j].f = logaddexp(accs[j].f, *(const float *)(x + j * stride));
+}
+
+/* 64 contiguous columns down runs of RUN rows: max pass, then exp-sum pass over the same rows. */
+static void
+rows_block_f32(acc *accs, const char *x, int64_t n, int64_t stride, int64_t m, int64_t row_stride)
+{
+    if (stride != sizeof(float)) {
+        for (int64_t r = 0; r < m; r++)
+            rows_f32(accs, x + r * row_stride, n, stride);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < m; r0 += RUN) {
+        int64_t rn = m - r0 < RUN ? m - r0 : RUN;
+        const char *xb = x + r0 * row_stride;
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64) {
+            __m256 mx[8], s[8];
+            for (int k = 0; k < 8; k++)
+                mx[k] = _mm256_set1_ps(-INFINITY);
+            const char *p = xb + j * (int64_t)sizeof(float);
+            for (int64_t r = 0; r < rn; r++)
+                for (int k = 0; k < 8; k++)
+                    mx[k] = _mm256_max_ps(
+                        mx[k], _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k));
+            float shift[64];
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_ps(shift + 8 * k, mx[k]);
+            for (int k = 0; k < 64; k++)
+                shift[k] = (float)shift_of(shift[k]);
+            for (int k = 0; k < 8; k++) {
+                mx[k] = _mm256_loadu_ps(shift + 8 * k);
+                s[k] = _mm256_setzero_ps();
+            }
+            for (int64_t r = 0; r < rn; r++)
+                for (int k = 0; k < 8; k++)
+                    s[k] = _mm256_add_ps(
+                        s[k],
+                        yt__exp8(_mm256_sub_ps(
+                            _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k), mx[k])));
+            float sum[64];
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_ps(sum + 8 * k, s[k]);
+            for (int k = 0; k < 64; k++)
+                accs[j + k].f = logaddexp(accs[j + k].f, shift[k] + log((double)sum[k]));
+        }
+        for (int64_t r = 0; r < rn && j < n; r++)
+            rows_f32(accs + j, xb + r * row_stride + j * (int64_t)sizeof(float), n - j, stride);
+    }
+}
+
+/* ---------------------------------------------------------------- f64 */
+
+static void
+row_f64(acc *a, const char *x, int64_t n, int64_t stride)
+{
+    double m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double v = *(const double *)(x + i * stride);
+        m = v > m ? v : m;
+    }
+    double s = shift_of(m), sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += exp(*(const double *)(x + i * stride) - s);
+    a->f = logaddexp(a->f, s + log(sum));
+}
+
+static void
+rows_f64(acc *accs, const char *x, int64_t n, int64_t stride)
+{
+    for (int64_t j = 0; j < n; j++)
+        accs[j].f = logaddexp(accs[j].f, *(const double *)(x + j * stride));
+}
+
+/* ---------------------------------------------------------------- driver glue */
+
+static void
+init_ninf(acc *v, int64_t n, bool floating)
+{
+    (void)floating;
+    for (int64_t j = 0; j < n; j++)
+        v[j].f = -INFINITY;
+}
+
+static void
+combine(acc *total, const acc *part, int64_t n, bool floating)
+{
+    (void)floating;
+    for (int64_t j = 0; j < n; j++)
+        total[j].f = logaddexp(total[j].f, part[j].f);
+}
+
+yt_status
+yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    (void)keepdim; /* the result's shape has it */
+    if (result->numel == 0)
+        return YT_OK;
+    if (self->numel == 0) { /* over an empty slice: log(0) */
+        acc v[YT_REDUCE_CHUNK];
+        init_ninf(v, YT_REDUCE_CHUNK, true);
+        for (int64_t i = 0; i < result->numel; i += YT_REDUCE_CHUNK) {
+            int64_t n = result->numel - i < YT_REDUCE_CHUNK ? result->numel - i : YT_REDUCE_CHUNK;
+            yt__reduce_store(result, i, 1, v, n, 1.0);
+        }
+        return YT_OK;
+    }
+    bool f64 = self->dtype == YT_DTYPE_F64;
+    yt_tensor *src = f64 || self->dtype == YT_DTYPE_F32 ? self : yt__cast_copy(self, YT_DTYPE_F32);
+    if (src == NULL)
+        return yt__last_status();
+    yt__reduce_loops loops = {.row = f64 ? row_f64 : row_f32,
+                              .rows = f64 ? rows_f64 : rows_f32,
+                              .rows_block = f64 ? NULL : rows_block_f32,
+                              .init = init_ninf,
+                              .combine = combine,
+                              .floating = true,
+                              .divisor = 1.0};
+    yt__reduce_run(result, src, dim, dim_len, &loops);
+    yt__release_cast(src, self);
+    return YT_OK;
+}
