@@ -7065,7 +7065,7 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
         {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     if (!yt_dtype_is_floating(self->dtype)) {
-        if (yt__scalar_to_i64(other) == 0)
+        if (yt__pw_scalar_is_zero(other, self->dtype))
             return yt__fail_status(YT_ERR_VALUE,
                                    "remainder: integer division by zero (other has a 0)");
     }
@@ -10858,7 +10858,7 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
         {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     if (!yt_dtype_is_floating(self->dtype)) {
-        if (yt__scalar_to_i64(other) == 0)
+        if (yt__pw_scalar_is_zero(other, self->dtype))
             return yt__fail_status(YT_ERR_VALUE, "div: integer division by zero (other has a 0)");
     }
     yt_tensor *const inputs[1] = {self};

@@ -124,6 +124,24 @@ yt__pw_check_alpha(const char *op, const char *name, yt_scalar s, yt_dtype dtype
     return yt__pw_check_scalar(op, name, s, dtype);
 }
 
+bool
+yt__pw_scalar_is_zero(yt_scalar s, yt_dtype dtype)
+{
+    int64_t v = yt__scalar_to_i64(s);
+    switch (dtype) {
+    case YT_DTYPE_U8:
+        return (uint8_t)v == 0;
+    case YT_DTYPE_I8:
+        return (int8_t)v == 0;
+    case YT_DTYPE_I16:
+        return (int16_t)v == 0;
+    case YT_DTYPE_I32:
+        return (int32_t)v == 0;
+    default:
+        return v == 0;
+    }
+}
+
 /* result_dtype rules of pointwise ops (ops.yaml), declared in internal.h. */
 
 yt_dtype

@@ -180,6 +180,10 @@ YT_INTERNAL yt_status yt__pw_check_scalar(const char *op, const char *name, yt_s
 YT_INTERNAL yt_status yt__pw_check_alpha(const char *op, const char *name, yt_scalar s,
                                          yt_dtype dtype);
 
+/* True when the number `s` is 0 once converted to the integral `dtype` (256 is 0 in u8), the
+ * divisor check of integer division by a number. */
+YT_INTERNAL bool yt__pw_scalar_is_zero(yt_scalar s, yt_dtype dtype);
+
 /* True when any element of the integral tensor `t` is 0 (the divisor check of integer
  * division and remainder). */
 YT_INTERNAL bool yt__pw_has_zero(yt_tensor *t);

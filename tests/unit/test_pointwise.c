@@ -325,6 +325,11 @@ Test(pointwise, div_rounding_modes)
     expect(yt_div_scalar_mode(a, yt_int(2), "floor"), (double[]){-4, 3, -4, 3}, 4, "floor scalar");
     cr_assert_null(yt_div_scalar_mode(a, yt_int(0), "trunc"));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "div: integer division by zero");
+    yt_tensor *u8 = vec((double[]){5, 7}, 2, YT_DTYPE_U8);
+    cr_assert_null(yt_remainder_scalar(u8, yt_int(256))); /* 256 is 0 in u8, as in PyTorch */
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "remainder: integer division by zero");
+    expect(yt_remainder_scalar(u8, yt_int(-3)), (double[]){5, 7}, 2, "u8 % -3 (253)");
+    yt_release(u8);
     yt_tensor *z = vec((double[]){1, 0, 1, 1}, 4, YT_DTYPE_I64);
     cr_assert_null(yt_div_tensor_mode(a, z, "floor"));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "div: integer division by zero");
