@@ -33,6 +33,7 @@ static const bench_case CASES[] = {
     {"tanh", 1},
     {"relu", 1},
     {"sqrt", 1},
+    {"gelu", 1},
     {"add_bcast_row", 2},
     {"add_bcast_col", 2},
     {"add_transposed", 2},
@@ -73,6 +74,8 @@ run(const char *c, yt_tensor *out, yt_tensor *a, yt_tensor *b, yt_tensor *row, y
         return yt_relu_out(out, a);
     if (!strcmp(c, "sqrt"))
         return yt_sqrt_out(out, b);
+    if (!strcmp(c, "gelu"))
+        return yt_gelu_out(out, a);
     if (!strcmp(c, "add_bcast_row"))
         return yt_add_out(out, a, row);
     if (!strcmp(c, "add_bcast_col"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
-from pointwise import DTYPE_C, PointwiseExpr
+from pointwise import DTYPE_C, NoForm, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 DOC_WIDTH = 96  # doc comment text, after " * ", within clang-format's 100 columns
@@ -212,6 +212,15 @@ class CheckCompiler:
                 return f"({a.name} != NULL && {test})" if a.optional else test
             test = f'strcmp({a.name}, "{word}") != 0'
             return f"({a.name} == NULL || {test})" if a.optional else test
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and \
+                isinstance(n.left, ast.Name) and isinstance(n.comparators[0], ast.Constant) and \
+                n.comparators[0].value is None:  # min is not None
+            a = s.arg(n.left.id)
+            if a is None or not a.optional:
+                self.fail(f"'{n.left.id}' is not an optional argument")
+            none = "YT_NONE" if a.kind == "int" else "YT_DTYPE_NONE" if a.kind == "dtype" else \
+                "YT_DEVICE_NONE" if a.kind == "device" else "NULL"
+            return f"{a.name} {'==' if isinstance(n.ops[0], ast.Is) else '!='} {none}"
         if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in _CHECK_CMP:
             return f"{self.expr(n.left)} {_CHECK_CMP[type(n.ops[0])]} {self.expr(n.comparators[0])}"
         if isinstance(n, ast.BoolOp):
@@ -444,7 +453,7 @@ class OpLowering:
                 b(f"yt_tensor *const promote_tensors[{len(tensors_p)}] = {{{', '.join(tensors_p)}}};")
                 n_scalars = str(len(scalars_p))
                 if any(self.s.arg(x).optional for x in scalars_p):  # absent optional scalars take no part
-                    b(f"yt_scalar promote_scalars[{len(scalars_p)}];")
+                    b(f"yt_scalar promote_scalars[{len(scalars_p)}] = {{0}};")
                     b("int n_promote_scalars = 0;")
                     for x in scalars_p:
                         if self.s.arg(x).optional:
@@ -480,6 +489,8 @@ class OpLowering:
         else:
             fn, args = _split_call(rd)
             b(f"yt_dtype result_dtype = {fn}({', '.join(self.expand_call_args(args))});")
+            if op.impl == "pointwise":  # the loops compute in the dtype the rule gives
+                b("compute_dtype = result_dtype;")
 
     def dtype_rule(self, rule) -> str:
         """C expression of one result's dtype (results of multi-result ops)."""
@@ -589,9 +600,12 @@ class OpLowering:
         if not casted and self.op.impl == "pointwise" and self.op.result_dtype == "floating":
             casted = [self.tensors[0]]
         for t in casted:
-            b(f"yt_tensor *{t}_k = {t}->dtype == compute_dtype ? {t} : yt__cast_copy({t}, compute_dtype);")
+            none = f"{t} == NULL || " if self.s.arg(t).optional else ""  # an absent Tensor? stays NULL
+            b(f"yt_tensor *{t}_k = {none}{t}->dtype == compute_dtype ? {t} : yt__cast_copy({t}, compute_dtype);")
         if casted:
-            b(f"if ({' || '.join(t + '_k == NULL' for t in casted)}) {{")
+            failed = [f"({t} != NULL && {t}_k == NULL)" if self.s.arg(t).optional else f"{t}_k == NULL"
+                      for t in casted]
+            b(f"if ({' || '.join(failed)}) {{")
             for t in casted:
                 b(f"yt__release_cast({t}_k, {t});", 2)
             b(f"    {self.bail}")
@@ -1036,6 +1050,8 @@ class OpLowering:
                 record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, {nr});")
             elif "." in src:
                 base, attr = src.split(".")
+                if self.s.arg(base) is not None and self.s.arg(base).optional:
+                    record.append(f"if ({base} != NULL) /* an absent Tensor? has no {attr} (its formula does not run) */")
                 record.append({"shape": f"yt__shape_of(&node->{sv.field}, {base});",
                                "numel": f"node->{sv.field} = {base}->numel;",
                                "dim": f"node->{sv.field} = {base}->dim;",
@@ -1058,46 +1074,112 @@ class OpLowering:
         if op.impl != "pointwise":
             return None
         expr = PointwiseExpr(op)
+        s = self.s
         tensors = self.tensors
-        promoted = [t for t in op.promote if self.s.arg(t).kind == "tensor"] or [tensors[0]]
+        promoted = [t for t in op.promote if s.arg(t).kind == "tensor"] or [tensors[0]]
         switch_on = promoted[0]
-        scalars = [a.name for a in self.s.args if a.kind == "scalar"]
+        if s.arg(switch_on).optional:
+            raise SpecError(op.loc, f"{s.full_name}: the first promoted tensor must not be optional")
+        for t in tensors:
+            if s.arg(t).optional and t not in promoted:
+                raise SpecError(op.loc, f"{s.full_name}: optional tensor '{t}' of a pointwise op must be promoted")
+        # Values the loops read besides the tensors, in schema order: scalars and floats, and the
+        # presence of optional tensors. The kernel converts them once per call (pointwise_scalar).
+        ctx_args = [a for a in s.args if a.kind in ("scalar", "float") or (a.kind == "tensor" and a.optional)]
+        given = expr.given_flags()
         dset = op.dtypes[switch_on]
         if op.result_dtype == "floating":
             compute_set = [d for d in dset if d in DTYPE_SETS["floating"]]
         else:
             compute_set = list(dset)
-        loops = []
+        loops, cases = [], []
         for d in compute_set:
-            store_t = "bool" if op.result_dtype == "bool" else d
-            operands = []
-            for i, t in enumerate(tensors):
-                td = d if t in promoted else op.dtypes[t][0] if len(op.dtypes[t]) == 1 else d
-                st, ct, load, _ = DTYPE_C[td]
-                operands.append({"name": t, "index": i + 1, "storage": st, "compute": ct, "load": load})
-            ost, oct_, _, ostore = DTYPE_C[store_t]
-            ctype = DTYPE_C[d][1]
-            scal = []
-            for i, sname in enumerate(scalars):
-                member = "f" if ctype in ("float", "double") else "i"
-                scal.append(f"const {ctype} {sname} = ({ctype})scalars[{i}].{member};")
-            value = expr.render(d)
-            sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
-            loops.append({
-                "dtype": d, "enum": C_DTYPE[d], "fn": f"{op.c_name}_loop_{d}",
-                "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
-                "operands": operands, "scalar_lines": scal, "value": value,
-                "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),
-                # input b broadcast along the row, everything else contiguous
-                "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
-                               for b in range(1, len(sizes))],
-            })
+            variants = []
+            for variant in expr.variants():
+                try:
+                    value = expr.render(d, variant)
+                except NoForm:
+                    continue
+                same = next((v for v in variants if v["value"] == value), None)
+                if same is not None:  # the same loop serves both values
+                    same["cond"] = f"{same['cond']} || {_variant_cond(variant)}"
+                    continue
+                suffix = "".join(f"_{v or 'none'}" for v in variant.values())
+                loops.append(self._pointwise_loop(d, f"{op.c_name}_loop_{d}{suffix}", value, expr.used,
+                                                  promoted, ctx_args))
+                variants.append({"fn": loops[-1]["fn"], "cond": _variant_cond(variant), "value": value})
+            if variants:
+                cases.append({"enum": C_DTYPE[d], "variants": variants})
+        if not loops:
+            raise SpecError(expr.loc, f"{s.full_name}: pointwise expression '{op.pointwise}' has no loop "
+                            f"for any dtype of {switch_on}")
+        inputs = [t if not s.arg(t).optional else f"{t} != NULL ? {t} : {switch_on}" for t in tensors]
         return {
-            "c_name": op.c_name, "name": self.s.name, "expr": op.pointwise, "loc": str(op.loc),
-            "params": ["yt_tensor *result"] + c_params(op, True), "tensors": tensors, "switch_on": switch_on,
-            "scalars": scalars, "loops": loops, "n_in": len(tensors),
-            "divisors": [{"name": d, "tensor": self.s.arg(d).kind == "tensor"} for d in expr.int_divisors()],
+            "c_name": op.c_name, "name": s.name, "expr": op.pointwise, "loc": str(op.loc),
+            "params": ["yt_tensor *result"] + c_params(op, True), "inputs": inputs, "switch_on": switch_on,
+            "scalars": [_ctx_init(a) for a in ctx_args], "loops": loops, "cases": cases, "n_in": len(tensors),
+            "divisors": [{"name": d, "tensor": s.arg(d).kind == "tensor"} for d in expr.int_divisors()],
+            "exponents": expr.int_exponents(),
+            "checked": [{"name": c, "optional": s.arg(c).optional, "alpha": alpha} for c, alpha in expr.checked],
+            "given": given,
         }
+
+    def _pointwise_loop(self, d, fn, value, used, promoted, ctx_args):
+        """One loop function: dtype `d`, the element expression `value` reading the names `used`."""
+        op = self.op
+        store_t = "bool" if op.result_dtype == "bool" else d
+        operands = []
+        for i, t in enumerate(self.tensors):
+            td = d if t in promoted else op.dtypes[t][0] if len(op.dtypes[t]) == 1 else d
+            st, ct, load, _ = DTYPE_C[td]
+            operands.append({"name": t, "index": i + 1, "storage": st, "compute": ct, "load": load,
+                             "used": t in used})
+        ost, _, _, ostore = DTYPE_C[store_t]
+        ctype = DTYPE_C[d][1]
+        scal = []
+        for i, a in enumerate(ctx_args):
+            if a.name in used and a.kind != "tensor":
+                if ctype in ("float", "double"):
+                    conv = f"({ctype})scalars[{i}].f"
+                elif d == "u8":  # through uint8_t first, so -1 is 255 as in PyTorch
+                    conv = f"({ctype})(uint8_t)scalars[{i}].i"
+                else:
+                    conv = f"({ctype})scalars[{i}].i"
+                scal.append(f"const {ctype} {a.name} = {conv};")
+            if f"{a.name}_given" in used:
+                scal.append(f"const bool {a.name}_given = scalars[{i}].given;")
+        sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
+        return {
+            "dtype": d, "enum": C_DTYPE[d], "fn": fn,
+            "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
+            "operands": operands, "scalar_lines": scal, "value": value,
+            "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),
+            # input b broadcast along the row, everything else contiguous
+            "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
+                           for b in range(1, len(sizes))],
+        }
+
+
+def _variant_cond(variant: dict) -> str:
+    """C condition selecting a loop variant by its str arguments' values (None: always)."""
+    parts = []
+    for name, value in variant.items():
+        parts.append(f"{name} == NULL" if value is None else f'({name} != NULL && strcmp({name}, "{value}") == 0)')
+    return " && ".join(parts) or None
+
+
+def _ctx_init(a) -> str:
+    """Initializer of one pointwise_scalar entry {f, i, given} for argument `a`."""
+    if a.kind == "tensor":
+        return f"{{0, 0, {a.name} != NULL}}"
+    if a.kind == "scalar":
+        f, i = "yt__scalar_to_double({})", "yt__scalar_to_i64({})"
+    else:
+        f, i = "{}", "yt__scalar_to_i64(yt_float({}))"
+    if not a.optional:
+        return f"{{{f.format(a.name)}, {i.format(a.name)}, true}}"
+    v = f"*{a.name}"
+    return f"{{{a.name} != NULL ? {f.format(v)} : 0, {a.name} != NULL ? {i.format(v)} : 0, {a.name} != NULL}}"
 
 
 def _is_value_check(expr: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 
 from model import Op, SpecError
 
@@ -19,6 +20,20 @@ DTYPE_C = {
     "f32": ("float", "float", "{}", "{}"),
     "f64": ("double", "double", "{}", "{}"),
 }
+# dtype_max() / dtype_lowest(): the largest and lowest finite value of the loop's dtype (what
+# nan_to_num puts for infinities); f16 and bf16 compute in float, so their own limits are spelled out.
+DTYPE_LIMITS = {
+    "bool": ("true", "false"),
+    "u8": ("255", "0"),
+    "i8": ("INT8_MAX", "INT8_MIN"),
+    "i16": ("INT16_MAX", "INT16_MIN"),
+    "i32": ("INT32_MAX", "INT32_MIN"),
+    "i64": ("INT64_MAX", "INT64_MIN"),
+    "f16": ("65504.0f", "-65504.0f"),
+    "bf16": ("3.38953139e38f", "-3.38953139e38f"),
+    "f32": ("FLT_MAX", "-FLT_MAX"),
+    "f64": ("DBL_MAX", "-DBL_MAX"),
+}
 # libm functions of floating loops (`expf` in float loops); ROUNDING ones are the identity on
 # integers, and CLASSIFY ones are constants there.
 FLOAT_FUNCS = {
@@ -30,16 +45,34 @@ CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
 # kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
 HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "remainder": 2, "floor_divide": 2,
            "trunc_divide": 2, "ipow": 2}
+BOOL_HELPERS = ("abs", "sign", "maximum", "minimum")  # the ones with a bool form
 HELPER_SUFFIX = {"float": "f", "double": "d", "int8_t": "i8", "int16_t": "i16", "int32_t": "i32",
                  "int64_t": "i64", "bool": "b"}
 INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
-ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS}
+# checked(x): the Scalar x must convert to the loop's dtype without overflow (PyTorch's
+# Scalar::to<T>(), as in masked_fill, clamp and alpha); the kernel checks it once per call.
+# checked_alpha(x) adds PyTorch's alpha_check: no float alpha for integral dtypes, no bool alpha
+# for non-bool ones.
+SPECIAL = {"checked": 1, "checked_alpha": 1, "dtype_max": 0, "dtype_lowest": 0}
+ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS, **SPECIAL}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
+VALUE_KINDS = ("tensor", "scalar", "float")  # arguments an expression computes with
+
+
+class NoForm(SpecError):
+    """The expression has no form for a dtype (pow of bools, true division of integers): the
+    kernel has no such loop (variant) and reports the dtype at run time, as PyTorch's "not
+    implemented for 'Bool'"."""
 
 
 class PointwiseExpr:
-    """A parsed pointwise expression of an op; renders C for one compute type."""
+    """A parsed pointwise expression of an op; renders C for one compute type.
+
+    Optional arguments are tested with `x is None` / `x is not None`: a flag of the loop
+    (`x_given`) for Tensor?, Scalar? and float?; for `str` arguments, compared with one of their
+    choices (`approximate == 'tanh'`), every combination of values gets its own loop
+    (`variants()`), so the comparison costs nothing per element."""
 
     def __init__(self, op: Op):
         self.op = op
@@ -49,16 +82,20 @@ class PointwiseExpr:
         except SyntaxError as e:
             raise SpecError(self.loc, f"{op.schema.full_name}: pointwise expression: syntax error: {e.msg}") from None
         self.names = set()
+        self.str_args = []  # str arguments the expression compares, in first-use order
+        self.checked = []  # (scalar, is alpha) wrapped in checked() / checked_alpha()
         self._validate(self.tree)
+        self.used = set()  # names (and NAME_given flags) read by the last render()
 
-    def _fail(self, msg):
-        raise SpecError(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
+    def _fail(self, msg, cls=SpecError):
+        raise cls(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
 
     def _validate(self, n):
+        s = self.op.schema
         if isinstance(n, ast.Name):
-            a = self.op.schema.arg(n.id)
-            if a is None or a.kind not in ("tensor", "scalar"):
-                self._fail(f"'{n.id}' is not a Tensor or Scalar argument")
+            a = s.arg(n.id)
+            if a is None or a.kind not in VALUE_KINDS:
+                self._fail(f"'{n.id}' is not a Tensor, Scalar or float argument")
             self.names.add(n.id)
         elif isinstance(n, ast.Constant):
             if not isinstance(n.value, (int, float)) or isinstance(n.value, bool):
@@ -70,6 +107,24 @@ class PointwiseExpr:
             self._validate(n.right)
         elif isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.Not)):
             self._validate(n.operand)
+        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)):
+            a = s.arg(n.left.id) if isinstance(n.left, ast.Name) else None
+            right = n.comparators[0]
+            if not (isinstance(right, ast.Constant) and right.value is None) or a is None or not a.optional:
+                self._fail("'is' only compares an optional argument with None")
+            if a.kind == "str":
+                self._use_str(a)
+            elif a.kind not in VALUE_KINDS:
+                self._fail(f"'{a.name}' is not a Tensor?, Scalar?, float? or str? argument")
+        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.comparators[0], ast.Constant) \
+                and isinstance(n.comparators[0].value, str):
+            a = s.arg(n.left.id) if isinstance(n.left, ast.Name) else None
+            word = n.comparators[0].value
+            if a is None or a.kind != "str" or type(n.ops[0]) not in (ast.Eq, ast.NotEq):
+                self._fail("a string is only compared (== or !=) with a str argument")
+            if word not in self.op.choices.get(a.name, []):
+                self._fail(f"'{word}' is not one of the choices of '{a.name}'")
+            self._use_str(a)
         elif isinstance(n, ast.Compare):
             if len(n.ops) != 1 or type(n.ops[0]) not in _CMP:
                 self._fail("only single comparisons are supported")
@@ -86,30 +141,95 @@ class PointwiseExpr:
                 self._fail(f"unknown function '{ast.unparse(n.func)}'; known: {', '.join(ARITY)}")
             if len(n.args) != ARITY[n.func.id] or n.keywords:
                 self._fail(f"{n.func.id} takes {ARITY[n.func.id]} argument(s)")
+            if n.func.id in ("checked", "checked_alpha"):
+                a = s.arg(n.args[0].id) if isinstance(n.args[0], ast.Name) else None
+                if a is None or a.kind != "scalar":
+                    self._fail(f"{n.func.id}() takes a Scalar argument")
+                if all(c[0] != a.name for c in self.checked):
+                    self.checked.append((a.name, n.func.id == "checked_alpha"))
             for x in n.args:
                 self._validate(x)
         else:
             self._fail(f"unsupported syntax '{ast.unparse(n)}'")
 
+    def _use_str(self, a):
+        if a.name not in self.str_args:
+            self.str_args.append(a.name)
+
+    def variants(self) -> list[dict]:
+        """One {str argument: value} per loop variant (value None for an absent str?); [{}]
+        when the expression compares no str argument."""
+        values = []
+        for name in self.str_args:
+            a = self.op.schema.arg(name)
+            values.append(([None] if a.optional else []) + list(self.op.choices[name]))
+        return [dict(zip(self.str_args, combo)) for combo in itertools.product(*values)]
+
     def int_divisors(self) -> list:
         """Arguments that divide integers (second argument of the division helpers): integral
         loops check them for zeros first, as PyTorch raises ZeroDivisionError."""
+        return self._second_args(INT_DIVISION)
+
+    def int_exponents(self) -> list:
+        """Scalar exponents of pow(): integral loops refuse negative ones, as PyTorch does."""
+        return [x for x in self._second_args(("pow",)) if self.op.schema.arg(x).kind == "scalar"]
+
+    def _second_args(self, funcs) -> list:
         out = []
         for n in ast.walk(self.tree):
-            if (isinstance(n, ast.Call) and n.func.id in INT_DIVISION and isinstance(n.args[1], ast.Name)
-                    and n.args[1].id not in out):
-                out.append(n.args[1].id)
+            if not (isinstance(n, ast.Call) and n.func.id in funcs):
+                continue
+            arg = n.args[1]
+            if isinstance(arg, ast.Call) and arg.func.id in ("checked", "checked_alpha"):
+                arg = arg.args[0]
+            if isinstance(arg, ast.Name) and arg.id not in out:
+                out.append(arg.id)
+        return out
+
+    def given_flags(self) -> list:
+        """Optional value arguments whose presence the expression tests (`x is None`)."""
+        out = []
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.Is, ast.IsNot)):
+                a = self.op.schema.arg(n.left.id)
+                if a.kind != "str" and a.name not in out:
+                    out.append(a.name)
         return out
 
     def uses_functions(self) -> bool:
         return any(isinstance(n, ast.Call) for n in ast.walk(self.tree))
 
-    def render(self, dtype: str) -> str:
+    def _known(self, n, variant: dict):
+        """True/False when test `n` is decided by the loop variant's str values, else None."""
+        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id in variant:
+            value = variant[n.left.id]
+            op = n.ops[0]
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                return (value is None) == isinstance(op, ast.Is)
+            return (value == n.comparators[0].value) == isinstance(op, ast.Eq)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            k = self._known(n.operand, variant)
+            return None if k is None else not k
+        if isinstance(n, ast.BoolOp):
+            ks = [self._known(v, variant) for v in n.values]
+            stop = isinstance(n.op, ast.Or)  # the value that decides: True for `or`, False for `and`
+            if stop in ks:
+                return stop
+            return (not stop) if all(k is not None for k in ks) else None
+        return None
+
+    def render(self, dtype: str, variant: dict = None) -> str:
         ctype = DTYPE_C[dtype][1]
         is_float = ctype in ("float", "double")
+        variant = variant or {}
+        self.used = set()
 
         def r(n) -> str:
+            known = self._known(n, variant)
+            if known is not None:
+                return "1" if known else "0"
             if isinstance(n, ast.Name):
+                self.used.add(n.id)
                 return n.id
             if isinstance(n, ast.Constant):
                 if isinstance(n.value, float) and not is_float:
@@ -117,33 +237,50 @@ class PointwiseExpr:
                 return f"({ctype}){n.value!r}"
             if isinstance(n, ast.BinOp):
                 op = _BIN[type(n.op)]
+                if op == "/" and not is_float:  # true division: integers divide in floating loops
+                    self._fail(f"'/' has no {dtype} form (declare result_dtype: floating)", NoForm)
                 if ctype == "bool":  # bool arithmetic is logic, as in PyTorch (True + True is True)
                     op = {"*": "&&", "+": "||"}.get(op, op)
                 return f"({r(n.left)} {op} {r(n.right)})"
             if isinstance(n, ast.UnaryOp):
                 return f"(-{r(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{r(n.operand)})"
+            if isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.Is, ast.IsNot)):
+                flag = f"{n.left.id}_given"
+                self.used.add(flag)
+                return f"(!{flag})" if isinstance(n.ops[0], ast.Is) else flag
             if isinstance(n, ast.Compare):
                 return f"({r(n.left)} {_CMP[type(n.ops[0])]} {r(n.comparators[0])})"
             if isinstance(n, ast.IfExp):
+                known = self._known(n.test, variant)
+                if known is not None:
+                    return r(n.body if known else n.orelse)
                 return f"({r(n.test)} ? {r(n.body)} : {r(n.orelse)})"
             if isinstance(n, ast.BoolOp):
                 j = " && " if isinstance(n.op, ast.And) else " || "
                 return "(" + j.join(r(v) for v in n.values) + ")"
-            if isinstance(n, ast.Call) and n.func.id in HELPERS:
-                args = ", ".join(_unwrap(r(a)) for a in n.args)
-                return f"yt__pw_{n.func.id}_{HELPER_SUFFIX[ctype]}({args})"
-            if isinstance(n, ast.Call) and not is_float and n.func.id in ROUNDING:
+            fn = n.func.id
+            if fn in ("checked", "checked_alpha"):
                 return r(n.args[0])
-            if isinstance(n, ast.Call) and not is_float and n.func.id in CLASSIFY:
-                return f"({ctype})({CLASSIFY[n.func.id]} + 0 * {r(n.args[0])})"
-            if isinstance(n, ast.Call) and n.func.id in CLASSIFY:
-                return f"({n.func.id}({_unwrap(r(n.args[0]))}) != 0)"
-            if isinstance(n, ast.Call):
-                if not is_float:
-                    self._fail(f"{n.func.id}() has no {dtype} form (declare result_dtype: floating)")
-                fn = n.func.id + ("f" if ctype == "float" else "")
-                return f"{fn}({', '.join(_unwrap(r(a)) for a in n.args)})"
-            raise AssertionError(n)
+            if fn in ("dtype_max", "dtype_lowest"):
+                return f"({ctype}){DTYPE_LIMITS[dtype][fn == 'dtype_lowest']}"
+            if fn == "pow" and not is_float:  # integer power, as PyTorch (bools have none)
+                fn = "ipow"
+            if fn in HELPERS:
+                if ctype == "bool" and fn not in BOOL_HELPERS:
+                    self._fail(f"{fn}() has no bool form", NoForm)
+                args = ", ".join(_unwrap(r(a)) for a in n.args)
+                return f"yt__pw_{fn}_{HELPER_SUFFIX[ctype]}({args})"
+            if not is_float and fn in ROUNDING:
+                return r(n.args[0])
+            if not is_float and fn in CLASSIFY:
+                return f"({ctype})({CLASSIFY[fn]} + 0 * {r(n.args[0])})"
+            if fn in CLASSIFY:
+                return f"({fn}({_unwrap(r(n.args[0]))}) != 0)"
+            if not is_float:
+                self._fail(f"{fn}() has no {dtype} form (declare result_dtype: floating)",
+                           NoForm if ctype == "bool" else SpecError)
+            cfn = fn + ("f" if ctype == "float" else "")
+            return f"{cfn}({', '.join(_unwrap(r(a)) for a in n.args)})"
 
         return _unwrap(r(self.tree))
 

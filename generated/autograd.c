@@ -239,12 +239,13 @@ yt__record_sub_scalar(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:22:
- *   self: -grad
+ *   self: -grad * alpha
  */
 typedef struct rsub_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
+    yt_scalar alpha; /* used by: self */
 } rsub_node;
 
 static yt_status
@@ -253,7 +254,9 @@ rsub_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     rsub_node *node = (rsub_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_neg(grads[0]);
+        yt_tensor *t0 = yt_neg(grads[0]);
+        out[0] = yt_mul_scalar(t0, node->alpha);
+        yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -275,13 +278,14 @@ static const yt_node_kind rsub_node_kind = {
 };
 
 yt_status
-yt__record_rsub(yt_tensor *result, yt_tensor *self)
+yt__record_rsub(yt_tensor *result, yt_tensor *self, yt_scalar alpha)
 {
     rsub_node *node = (rsub_node *)yt__node_new(&rsub_node_kind, 1, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
+    node->alpha = alpha;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1879,6 +1883,778 @@ yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_sca
     return status;
 }
 
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:322:
+ *   self: sum_to(div_rounding_backward(grad / other, rounding_mode), self.shape)
+ *   other: sum_to(div_rounding_backward(-grad * self / (other * other), rounding_mode), other.shape)
+ */
+typedef struct div_tensor_mode_node {
+    yt_node base;              /* must be first */
+    yt_saved other;            /* used by: self, other */
+    const char *rounding_mode; /* used by: self, other */
+    yt_shape self_shape;       /* used by: self */
+    yt_saved self;             /* used by: other */
+    yt_shape other_shape;      /* used by: other */
+} div_tensor_mode_node;
+
+static yt_status
+div_tensor_mode_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_tensor_mode_node *node = (div_tensor_mode_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_div(grads[0], other);
+        yt_tensor *t1 = yt_div_rounding_backward(t0, node->rounding_mode);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t1 = yt_mul(t0, self);
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t2 = yt_mul(other, other);
+        yt_tensor *t3 = yt_div(t1, t2);
+        yt_tensor *t4 = yt_div_rounding_backward(t3, node->rounding_mode);
+        out[1] = yt_sum_to(t4, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_tensor_mode_release_saved(yt_node *node_)
+{
+    div_tensor_mode_node *node = (div_tensor_mode_node *)node_;
+    yt__saved_release(&node->other);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind div_tensor_mode_node_kind = {
+    .name = "DivTensorModeBackward",
+    .op_name = "div",
+    .size = sizeof(div_tensor_mode_node),
+    .backward = div_tensor_mode_backward,
+    .release_saved = div_tensor_mode_release_saved,
+};
+
+yt_status
+yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                           const char *rounding_mode)
+{
+    div_tensor_mode_node *node =
+        (div_tensor_mode_node *)yt__node_new(&div_tensor_mode_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    node->rounding_mode = rounding_mode;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:326:
+ *   self: div_rounding_backward(grad / other, rounding_mode)
+ */
+typedef struct div_scalar_mode_node {
+    yt_node base;              /* must be first */
+    yt_scalar other;           /* used by: self */
+    const char *rounding_mode; /* used by: self */
+} div_scalar_mode_node;
+
+static yt_status
+div_scalar_mode_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_scalar_mode_node *node = (div_scalar_mode_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_div_scalar(grads[0], node->other);
+        out[0] = yt_div_rounding_backward(t0, node->rounding_mode);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_scalar_mode_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind div_scalar_mode_node_kind = {
+    .name = "DivScalarModeBackward",
+    .op_name = "div",
+    .size = sizeof(div_scalar_mode_node),
+    .backward = div_scalar_mode_backward,
+    .release_saved = div_scalar_mode_release_saved,
+};
+
+yt_status
+yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                           const char *rounding_mode)
+{
+    div_scalar_mode_node *node =
+        (div_scalar_mode_node *)yt__node_new(&div_scalar_mode_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->other = other;
+    node->rounding_mode = rounding_mode;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * backward, from derivatives.yaml:332:
+ *   self: clamp_backward(grad, self, min, max)
+ */
+typedef struct clamp_node {
+    yt_node base;   /* must be first */
+    yt_saved self;  /* used by: self */
+    bool min_given; /* min is not None */
+    yt_scalar min;  /* used by: self */
+    bool max_given; /* max is not None */
+    yt_scalar max;  /* used by: self */
+} clamp_node;
+
+static yt_status
+clamp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_node *node = (clamp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_clamp_backward(grads[0], self, (node->min_given ? &node->min : NULL),
+                                   (node->max_given ? &node->max : NULL));
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_release_saved(yt_node *node_)
+{
+    clamp_node *node = (clamp_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_node_kind = {
+    .name = "ClampBackward",
+    .op_name = "clamp",
+    .size = sizeof(clamp_node),
+    .backward = clamp_backward,
+    .release_saved = clamp_release_saved,
+};
+
+yt_status
+yt__record_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    clamp_node *node = (clamp_node *)yt__node_new(&clamp_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min_given = min != NULL;
+    if (min != NULL)
+        node->min = *min;
+    node->max_given = max != NULL;
+    if (max != NULL)
+        node->max = *max;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * backward, from derivatives.yaml:335:
+ *   self: sum_to(clamp_tensor_backward(grad, self, min, max), self.shape)
+ *   min: sum_to(clamp_tensor_backward_min(grad, self, min, max), min.shape)
+ *   max: sum_to(clamp_tensor_backward_max(grad, self, min, max), max.shape)
+ */
+typedef struct clamp_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, min, max */
+    yt_saved min;        /* used by: self, min, max */
+    yt_saved max;        /* used by: self, min, max */
+    yt_shape self_shape; /* used by: self */
+    yt_shape min_shape;  /* used by: min */
+    yt_shape max_shape;  /* used by: max */
+} clamp_tensor_node;
+
+static yt_status
+clamp_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_min(grads[0], self, min, max);
+        out[1] = yt_sum_to(t0, node->min_shape.sizes, node->min_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_max(grads[0], self, min, max);
+        out[2] = yt_sum_to(t0, node->max_shape.sizes, node->max_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_release_saved(yt_node *node_)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_node_kind = {
+    .name = "ClampTensorBackward",
+    .op_name = "clamp",
+    .size = sizeof(clamp_tensor_node),
+    .backward = clamp_tensor_backward,
+    .release_saved = clamp_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_node *node = (clamp_tensor_node *)yt__node_new(&clamp_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, min);
+    yt__node_set_edge(&node->base, 2, max);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (min != NULL) /* an absent Tensor? has no shape (its formula does not run) */
+        yt__shape_of(&node->min_shape, min);
+    if (max != NULL) /* an absent Tensor? has no shape (its formula does not run) */
+        yt__shape_of(&node->max_shape, max);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * backward, from derivatives.yaml:340:
+ *   grad_output: sum_to(clamp_backward(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ */
+typedef struct clamp_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    bool min_given;             /* min is not None */
+    yt_scalar min;              /* used by: grad_output */
+    bool max_given;             /* max is not None */
+    yt_scalar max;              /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_backward_node;
+
+static yt_status
+clamp_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_backward_node *node = (clamp_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_clamp_backward(grads[0], self, (node->min_given ? &node->min : NULL),
+                                          (node->max_given ? &node->max : NULL));
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_backward_release_saved(yt_node *node_)
+{
+    clamp_backward_node *node = (clamp_backward_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_backward_node_kind = {
+    .name = "ClampBackwardBackward",
+    .op_name = "clamp_backward",
+    .size = sizeof(clamp_backward_node),
+    .backward = clamp_backward_backward,
+    .release_saved = clamp_backward_release_saved,
+};
+
+yt_status
+yt__record_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                          const yt_scalar *min, const yt_scalar *max)
+{
+    clamp_backward_node *node =
+        (clamp_backward_node *)yt__node_new(&clamp_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min_given = min != NULL;
+    if (min != NULL)
+        node->min = *min;
+    node->max_given = max != NULL;
+    if (max != NULL)
+        node->max = *max;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * backward, from derivatives.yaml:344:
+ *   grad_output: sum_to(clamp_tensor_backward(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_node;
+
+static yt_status
+clamp_tensor_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_node *node = (clamp_tensor_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_node *node = (clamp_tensor_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_node_kind = {
+    .name = "ClampTensorBackwardBackward",
+    .op_name = "clamp_tensor_backward",
+    .size = sizeof(clamp_tensor_backward_node),
+    .backward = clamp_tensor_backward_backward,
+    .release_saved = clamp_tensor_backward_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                 yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_node *node =
+        (clamp_tensor_backward_node *)yt__node_new(&clamp_tensor_backward_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * backward, from derivatives.yaml:350:
+ *   grad_output: sum_to(clamp_tensor_backward_min(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_min_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_min_node;
+
+static yt_status
+clamp_tensor_backward_min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_min_node *node = (clamp_tensor_backward_min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_min(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack_optional(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_min_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_min_node *node = (clamp_tensor_backward_min_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_min_node_kind = {
+    .name = "ClampTensorBackwardMinBackward",
+    .op_name = "clamp_tensor_backward_min",
+    .size = sizeof(clamp_tensor_backward_min_node),
+    .backward = clamp_tensor_backward_min_backward,
+    .release_saved = clamp_tensor_backward_min_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                     yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_min_node *node =
+        (clamp_tensor_backward_min_node *)yt__node_new(&clamp_tensor_backward_min_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * backward, from derivatives.yaml:356:
+ *   grad_output: sum_to(clamp_tensor_backward_max(grad, self, min, max), grad_output.shape)
+ *   self: zeros_like(self)
+ *   min: zeros_like(min)
+ *   max: zeros_like(max)
+ */
+typedef struct clamp_tensor_backward_max_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_saved min;               /* used by: grad_output, min */
+    yt_saved max;               /* used by: grad_output, max */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} clamp_tensor_backward_max_node;
+
+static yt_status
+clamp_tensor_backward_max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_tensor_backward_max_node *node = (clamp_tensor_backward_max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_clamp_tensor_backward_max(grads[0], self, min, max);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *min = yt__saved_unpack_optional(&node->min, &node->base, "min");
+        out[2] = yt_zeros_like(min);
+        yt_release(min);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        out[3] = yt_zeros_like(max);
+        yt_release(max);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_tensor_backward_max_release_saved(yt_node *node_)
+{
+    clamp_tensor_backward_max_node *node = (clamp_tensor_backward_max_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_tensor_backward_max_node_kind = {
+    .name = "ClampTensorBackwardMaxBackward",
+    .op_name = "clamp_tensor_backward_max",
+    .size = sizeof(clamp_tensor_backward_max_node),
+    .backward = clamp_tensor_backward_max_backward,
+    .release_saved = clamp_tensor_backward_max_release_saved,
+};
+
+yt_status
+yt__record_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                     yt_tensor *min, yt_tensor *max)
+{
+    clamp_tensor_backward_max_node *node =
+        (clamp_tensor_backward_max_node *)yt__node_new(&clamp_tensor_backward_max_node_kind, 4, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    yt__node_set_edge(&node->base, 2, min);
+    yt__node_set_edge(&node->base, 3, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[3]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * backward, from derivatives.yaml:329:
+ *   grad_output: div_rounding_backward(grad, rounding_mode)
+ */
+typedef struct div_rounding_backward_node {
+    yt_node base;              /* must be first */
+    const char *rounding_mode; /* used by: grad_output */
+} div_rounding_backward_node;
+
+static yt_status
+div_rounding_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    div_rounding_backward_node *node = (div_rounding_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_div_rounding_backward(grads[0], node->rounding_mode);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+div_rounding_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind div_rounding_backward_node_kind = {
+    .name = "DivRoundingBackwardBackward",
+    .op_name = "div_rounding_backward",
+    .size = sizeof(div_rounding_backward_node),
+    .backward = div_rounding_backward_backward,
+    .release_saved = div_rounding_backward_release_saved,
+};
+
+yt_status
+yt__record_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output,
+                                 const char *rounding_mode)
+{
+    div_rounding_backward_node *node =
+        (div_rounding_backward_node *)yt__node_new(&div_rounding_backward_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    node->rounding_mode = rounding_mode;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
  * backward, from derivatives.yaml:49:
  *   self: grad * result
@@ -2120,7 +2896,7 @@ sigmoid_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (node->base.needs_grad[0]) {
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
         yt_tensor *t0 = yt_mul(grads[0], result);
-        yt_tensor *t1 = yt_rsub(result, yt_int(1));
+        yt_tensor *t1 = yt_rsub_ex(result, yt_int(1), yt_int(1));
         out[0] = yt_mul(t0, t1);
         yt_release(t1);
         yt_release(t0);
@@ -2179,7 +2955,7 @@ tanh_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (node->base.needs_grad[0]) {
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
         yt_tensor *t0 = yt_mul(result, result);
-        yt_tensor *t1 = yt_rsub(t0, yt_int(1));
+        yt_tensor *t1 = yt_rsub_ex(t0, yt_int(1), yt_int(1));
         out[0] = yt_mul(grads[0], t1);
         yt_release(t1);
         yt_release(t0);
@@ -3527,7 +4303,7 @@ silu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
         yt_tensor *t0 = yt_sigmoid(self);
         yt_tensor *t1 = yt_mul(grads[0], t0);
         yt_tensor *t2 = yt_sigmoid(self);
-        yt_tensor *t3 = yt_rsub(t2, yt_int(1));
+        yt_tensor *t3 = yt_rsub_ex(t2, yt_int(1), yt_int(1));
         yt_tensor *t4 = yt_mul(self, t3);
         yt_tensor *t5 = yt_add_scalar_ex(t4, yt_int(1), yt_int(1));
         out[0] = yt_mul(t1, t5);
@@ -3563,6 +4339,202 @@ yt_status
 yt__record_silu(yt_tensor *result, yt_tensor *self)
 {
     silu_node *node = (silu_node *)yt__node_new(&silu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * backward, from derivatives.yaml:362:
+ *   self: gelu_backward(grad, self, approximate=approximate)
+ */
+typedef struct gelu_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    const char *approximate; /* used by: self */
+} gelu_node;
+
+static yt_status
+gelu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gelu_node *node = (gelu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_gelu_backward_ex(grads[0], self, node->approximate);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gelu_release_saved(yt_node *node_)
+{
+    gelu_node *node = (gelu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind gelu_node_kind = {
+    .name = "GeluBackward",
+    .op_name = "gelu",
+    .size = sizeof(gelu_node),
+    .backward = gelu_backward,
+    .release_saved = gelu_release_saved,
+};
+
+yt_status
+yt__record_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
+{
+    gelu_node *node = (gelu_node *)yt__node_new(&gelu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->approximate = approximate;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * backward, from derivatives.yaml:365:
+ *   grad_output: sum_to(gelu_backward(grad, self, approximate=approximate), grad_output.shape)
+ *   self: sum_to(gelu_double_backward(grad, grad_output, self, approximate), self.shape)
+ */
+typedef struct gelu_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    const char *approximate;    /* used by: grad_output, self */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: self */
+    yt_shape self_shape;        /* used by: self */
+} gelu_backward_node;
+
+static yt_status
+gelu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gelu_backward_node *node = (gelu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gelu_backward_ex(grads[0], self, node->approximate);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gelu_double_backward(grads[0], grad_output, self, node->approximate);
+        out[1] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gelu_backward_release_saved(yt_node *node_)
+{
+    gelu_backward_node *node = (gelu_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind gelu_backward_node_kind = {
+    .name = "GeluBackwardBackward",
+    .op_name = "gelu_backward",
+    .size = sizeof(gelu_backward_node),
+    .backward = gelu_backward_backward,
+    .release_saved = gelu_backward_release_saved,
+};
+
+yt_status
+yt__record_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                         const char *approximate)
+{
+    gelu_backward_node *node = (gelu_backward_node *)yt__node_new(&gelu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->approximate = approximate;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * backward, from derivatives.yaml:369:
+ *   self: grad * isfinite(self)
+ */
+typedef struct nan_to_num_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} nan_to_num_node;
+
+static yt_status
+nan_to_num_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    nan_to_num_node *node = (nan_to_num_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_isfinite(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+nan_to_num_release_saved(yt_node *node_)
+{
+    nan_to_num_node *node = (nan_to_num_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind nan_to_num_node_kind = {
+    .name = "NanToNumBackward",
+    .op_name = "nan_to_num",
+    .size = sizeof(nan_to_num_node),
+    .backward = nan_to_num_backward,
+    .release_saved = nan_to_num_release_saved,
+};
+
+yt_status
+yt__record_nan_to_num(yt_tensor *result, yt_tensor *self)
+{
+    nan_to_num_node *node = (nan_to_num_node *)yt__node_new(&nan_to_num_node_kind, 1, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
@@ -4084,7 +5056,7 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:325:
+ * backward, from derivatives.yaml:376:
  *   self: amax_backward(grad, self, result, dim, keepdim)
  */
 typedef struct amin_node {
@@ -4152,7 +5124,7 @@ yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* max(Tensor self) -> Tensor
- * backward, from derivatives.yaml:328:
+ * backward, from derivatives.yaml:379:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct max_node {
@@ -4213,7 +5185,7 @@ yt__record_max(yt_tensor *result, yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * backward, from derivatives.yaml:331:
+ * backward, from derivatives.yaml:382:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct min_node {
@@ -4274,7 +5246,7 @@ yt__record_min(yt_tensor *result, yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:334:
+ * backward, from derivatives.yaml:385:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct max_dim_node {
@@ -4338,7 +5310,7 @@ yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:338:
+ * backward, from derivatives.yaml:389:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct min_dim_node {
@@ -4402,7 +5374,7 @@ yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:348:
+ * backward, from derivatives.yaml:399:
  *   self: prod_backward(grad, self, result)
  */
 typedef struct prod_node {
@@ -4463,7 +5435,7 @@ yt__record_prod(yt_tensor *result, yt_tensor *self)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:351:
+ * backward, from derivatives.yaml:402:
  *   self: prod_dim_backward(grad, self, result, dim, keepdim)
  */
 typedef struct prod_dim_int_node {
@@ -4528,7 +5500,7 @@ yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool ke
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:366:
+ * backward, from derivatives.yaml:417:
  *   self: cumsum_backward(grad, dim)
  */
 typedef struct cumsum_node {
@@ -4579,7 +5551,7 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:372:
+ * backward, from derivatives.yaml:423:
  *   self: logsumexp_backward(grad, self, result, dim, keepdim)
  */
 typedef struct logsumexp_node {
@@ -4648,7 +5620,7 @@ yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:375:
+ * backward, from derivatives.yaml:426:
  *   self: var_backward(grad, self, dim, correction, keepdim)
  */
 typedef struct var_node {
@@ -4713,7 +5685,7 @@ yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:378:
+ * backward, from derivatives.yaml:429:
  *   self: std_backward(grad, self, result, dim, correction, keepdim)
  */
 typedef struct std_node {
@@ -4784,7 +5756,7 @@ yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:369:
+ * backward, from derivatives.yaml:420:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
  */
 typedef struct linalg_vector_norm_node {
@@ -4929,7 +5901,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:384:
+ * backward, from derivatives.yaml:435:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -5002,7 +5974,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:388:
+ * backward, from derivatives.yaml:439:
  *   self: sum_to(grad, self.shape) * beta
  *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
  *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
@@ -5092,7 +6064,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:393:
+ * backward, from derivatives.yaml:444:
  *   self: sum_to(grad, self.shape) * beta
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -5713,7 +6685,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:401:
+ * backward, from derivatives.yaml:452:
  *   self: flip(grad, dims)
  */
 typedef struct flip_node {
@@ -5766,7 +6738,7 @@ yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dim
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * backward, from derivatives.yaml:404:
+ * backward, from derivatives.yaml:455:
  *   self: roll_backward(grad, shifts, dims)
  */
 typedef struct roll_node {
@@ -5825,7 +6797,7 @@ yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int s
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:407:
+ * backward, from derivatives.yaml:458:
  *   self: tril(grad, diagonal)
  */
 typedef struct tril_node {
@@ -5876,7 +6848,7 @@ yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:410:
+ * backward, from derivatives.yaml:461:
  *   self: triu(grad, diagonal)
  */
 typedef struct triu_node {
@@ -5927,7 +6899,7 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * backward, from derivatives.yaml:413:
+ * backward, from derivatives.yaml:464:
  *   tensors: cat_backward(grad, dim, tensors)
  */
 typedef struct cat_node {
@@ -5994,7 +6966,7 @@ yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, in
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:419:
+ * backward, from derivatives.yaml:470:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -6054,7 +7026,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:422:
+ * backward, from derivatives.yaml:473:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -6128,7 +7100,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:426:
+ * backward, from derivatives.yaml:477:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -6208,7 +7180,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:430:
+ * backward, from derivatives.yaml:481:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -6268,7 +7240,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:433:
+ * backward, from derivatives.yaml:484:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -6339,7 +7311,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:437:
+ * backward, from derivatives.yaml:488:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -6396,7 +7368,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:440:
+ * backward, from derivatives.yaml:491:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -6465,7 +7437,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:444:
+ * backward, from derivatives.yaml:495:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -6529,7 +7501,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:447:
+ * backward, from derivatives.yaml:498:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {
@@ -6591,7 +7563,7 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:453:
+ * backward, from derivatives.yaml:504:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_node {
@@ -6651,7 +7623,7 @@ yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:457:
+ * backward, from derivatives.yaml:508:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_stable_node {
@@ -6711,7 +7683,7 @@ yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, i
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:461:
+ * backward, from derivatives.yaml:512:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct topk_node {
@@ -6771,7 +7743,7 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * backward, from derivatives.yaml:468:
+ * backward, from derivatives.yaml:519:
  *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  */
 typedef struct avg_pool2d_node {
@@ -6850,7 +7822,7 @@ yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:471:
+ * backward, from derivatives.yaml:522:
  *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
  */
 typedef struct adaptive_avg_pool2d_node {
@@ -6912,7 +7884,7 @@ yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * backward, from derivatives.yaml:474:
+ * backward, from derivatives.yaml:525:
  *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -7000,7 +7972,7 @@ yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:478:
+ * backward, from derivatives.yaml:529:
  *   grad_output: adaptive_avg_pool2d(grad, output_size)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -7068,7 +8040,7 @@ yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_outpu
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:482:
+ * backward, from derivatives.yaml:533:
  *   grad_output: max_pool2d_index_gather(grad, indices)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -7139,7 +8111,7 @@ yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_o
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:486:
+ * backward, from derivatives.yaml:537:
  *   self: max_pool2d_index_scatter(grad, self.shape, indices)
  */
 typedef struct max_pool2d_index_gather_node {
@@ -7198,7 +8170,7 @@ yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:489:
+ * backward, from derivatives.yaml:540:
  *   grad: max_pool2d_index_gather(grad, indices)
  */
 typedef struct max_pool2d_index_scatter_node {
@@ -7254,7 +8226,7 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * backward, from derivatives.yaml:492:
+ * backward, from derivatives.yaml:543:
  *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
  *   bias: conv2d_backward_bias(grad)
@@ -7357,7 +8329,7 @@ yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_ten
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:497:
+ * backward, from derivatives.yaml:548:
  *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
  */
@@ -7451,7 +8423,7 @@ yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:501:
+ * backward, from derivatives.yaml:552:
  *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
  *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
  */
@@ -7545,7 +8517,7 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:505:
+ * backward, from derivatives.yaml:556:
  *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
  */
 typedef struct max_pool2d_with_indices_node {
@@ -7632,7 +8604,7 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:512:
+ * backward, from derivatives.yaml:563:
  *   input: row_norm_backward_input(grad, input, weight, center, eps)
  *   weight: row_norm_backward_weight(grad, input, center, eps)
  *   bias: row_norm_backward_bias(grad)
@@ -7716,7 +8688,7 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:517:
+ * backward, from derivatives.yaml:568:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
@@ -7820,7 +8792,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:524:
+ * backward, from derivatives.yaml:575:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -7924,7 +8896,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:529:
+ * backward, from derivatives.yaml:580:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -8001,7 +8973,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:533:
+ * backward, from derivatives.yaml:584:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -8055,7 +9027,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:539:
+ * backward, from derivatives.yaml:590:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -8155,7 +9127,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:544:
+ * backward, from derivatives.yaml:595:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -8230,7 +9202,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:536:
+ * backward, from derivatives.yaml:587:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -8283,7 +9255,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:551:
+ * backward, from derivatives.yaml:602:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -8340,7 +9312,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:554:
+ * backward, from derivatives.yaml:605:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -8397,7 +9369,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:557:
+ * backward, from derivatives.yaml:608:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -8472,7 +9444,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:561:
+ * backward, from derivatives.yaml:612:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -8547,7 +9519,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:568:
+ * backward, from derivatives.yaml:619:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

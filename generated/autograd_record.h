@@ -17,7 +17,7 @@ YT_INTERNAL yt_status yt__record_add_scalar(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                                      yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_sub_scalar(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_rsub(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_rsub(yt_tensor *result, yt_tensor *self, yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_status yt__record_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
 YT_INTERNAL yt_status yt__record_div(yt_tensor *result, yt_tensor *self, yt_tensor *other);
@@ -47,6 +47,28 @@ YT_INTERNAL yt_status yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_
                                          yt_tensor *tensor2, yt_scalar value);
 YT_INTERNAL yt_status yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
                                                      yt_scalar self, yt_tensor *output);
+YT_INTERNAL yt_status yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self,
+                                                 yt_tensor *other, const char *rounding_mode);
+YT_INTERNAL yt_status yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self,
+                                                 yt_scalar other, const char *rounding_mode);
+YT_INTERNAL yt_status yt__record_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min,
+                                       const yt_scalar *max);
+YT_INTERNAL yt_status yt__record_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min,
+                                              yt_tensor *max);
+YT_INTERNAL yt_status yt__record_clamp_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                yt_tensor *self, const yt_scalar *min,
+                                                const yt_scalar *max);
+YT_INTERNAL yt_status yt__record_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *self, yt_tensor *min,
+                                                       yt_tensor *max);
+YT_INTERNAL yt_status yt__record_clamp_tensor_backward_min(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           yt_tensor *min, yt_tensor *max);
+YT_INTERNAL yt_status yt__record_clamp_tensor_backward_max(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           yt_tensor *min, yt_tensor *max);
+YT_INTERNAL yt_status yt__record_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                       const char *rounding_mode);
 YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
@@ -82,6 +104,10 @@ YT_INTERNAL yt_status yt__record_elu_backward(yt_tensor *result, yt_tensor *grad
                                               yt_scalar alpha, yt_scalar scale,
                                               yt_scalar input_scale, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_silu(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_gelu(yt_tensor *result, yt_tensor *self, const char *approximate);
+YT_INTERNAL yt_status yt__record_gelu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                               yt_tensor *self, const char *approximate);
+YT_INTERNAL yt_status yt__record_nan_to_num(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
                                        yt_tensor *other);
 YT_INTERNAL yt_status yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask);

@@ -115,6 +115,44 @@ const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVIC
     [YT_DEVICE_CPU] = yt__cpu_pow_scalar_backward,
 };
 
+const yt__div_tensor_mode_kernel_fn yt__div_tensor_mode_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_div_tensor_mode,
+};
+
+const yt__div_scalar_mode_kernel_fn yt__div_scalar_mode_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_div_scalar_mode,
+};
+
+const yt__clamp_kernel_fn yt__clamp_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp,
+};
+
+const yt__clamp_tensor_kernel_fn yt__clamp_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_tensor,
+};
+
+const yt__clamp_backward_kernel_fn yt__clamp_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_backward,
+};
+
+const yt__clamp_tensor_backward_kernel_fn yt__clamp_tensor_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_tensor_backward,
+};
+
+const yt__clamp_tensor_backward_min_kernel_fn
+    yt__clamp_tensor_backward_min_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_clamp_tensor_backward_min,
+};
+
+const yt__clamp_tensor_backward_max_kernel_fn
+    yt__clamp_tensor_backward_max_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_clamp_tensor_backward_max,
+};
+
+const yt__div_rounding_backward_kernel_fn yt__div_rounding_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_div_rounding_backward,
+};
+
 const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_exp,
 };
@@ -237,6 +275,18 @@ const yt__isnan_kernel_fn yt__isnan_kernels[YT_DEVICE_COUNT] = {
 
 const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_isfinite,
+};
+
+const yt__gelu_kernel_fn yt__gelu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gelu,
+};
+
+const yt__gelu_backward_kernel_fn yt__gelu_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gelu_backward,
+};
+
+const yt__nan_to_num_kernel_fn yt__nan_to_num_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_nan_to_num,
 };
 
 const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT] = {

@@ -42,9 +42,11 @@ extern const yt__sub_scalar_kernel_fn yt__sub_scalar_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other,
                                          yt_scalar alpha);
 
-typedef yt_status (*yt__rsub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+typedef yt_status (*yt__rsub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                        yt_scalar alpha);
 extern const yt__rsub_kernel_fn yt__rsub_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other);
+YT_INTERNAL yt_status yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                   yt_scalar alpha);
 
 typedef yt_status (*yt__mul_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 extern const yt__mul_kernel_fn yt__mul_kernels[YT_DEVICE_COUNT];
@@ -150,6 +152,72 @@ typedef yt_status (*yt__pow_scalar_backward_kernel_fn)(yt_tensor *result, yt_ten
 extern const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
                                                   yt_scalar self, yt_tensor *output);
+
+typedef yt_status (*yt__div_tensor_mode_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                   yt_tensor *other, const char *rounding_mode);
+extern const yt__div_tensor_mode_kernel_fn yt__div_tensor_mode_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                              const char *rounding_mode);
+
+typedef yt_status (*yt__div_scalar_mode_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                   yt_scalar other, const char *rounding_mode);
+extern const yt__div_scalar_mode_kernel_fn yt__div_scalar_mode_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                              const char *rounding_mode);
+
+typedef yt_status (*yt__clamp_kernel_fn)(yt_tensor *result, yt_tensor *self, const yt_scalar *min,
+                                         const yt_scalar *max);
+extern const yt__clamp_kernel_fn yt__clamp_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min,
+                                    const yt_scalar *max);
+
+typedef yt_status (*yt__clamp_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *min,
+                                                yt_tensor *max);
+extern const yt__clamp_tensor_kernel_fn yt__clamp_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min,
+                                           yt_tensor *max);
+
+typedef yt_status (*yt__clamp_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, const yt_scalar *min,
+                                                  const yt_scalar *max);
+extern const yt__clamp_backward_kernel_fn yt__clamp_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output,
+                                             yt_tensor *self, const yt_scalar *min,
+                                             const yt_scalar *max);
+
+typedef yt_status (*yt__clamp_tensor_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         yt_tensor *self, yt_tensor *min,
+                                                         yt_tensor *max);
+extern const yt__clamp_tensor_backward_kernel_fn yt__clamp_tensor_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *self, yt_tensor *min,
+                                                    yt_tensor *max);
+
+typedef yt_status (*yt__clamp_tensor_backward_min_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *self, yt_tensor *min,
+                                                             yt_tensor *max);
+extern const yt__clamp_tensor_backward_min_kernel_fn
+    yt__clamp_tensor_backward_min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *self, yt_tensor *min,
+                                                        yt_tensor *max);
+
+typedef yt_status (*yt__clamp_tensor_backward_max_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *self, yt_tensor *min,
+                                                             yt_tensor *max);
+extern const yt__clamp_tensor_backward_max_kernel_fn
+    yt__clamp_tensor_backward_max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *self, yt_tensor *min,
+                                                        yt_tensor *max);
+
+typedef yt_status (*yt__div_rounding_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         const char *rounding_mode);
+extern const yt__div_rounding_backward_kernel_fn yt__div_rounding_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                    const char *rounding_mode);
 
 typedef yt_status (*yt__exp_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT];
@@ -286,6 +354,23 @@ YT_INTERNAL yt_status yt__cpu_isnan(yt_tensor *result, yt_tensor *self);
 typedef yt_status (*yt__isfinite_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_isfinite(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__gelu_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                        const char *approximate);
+extern const yt__gelu_kernel_fn yt__gelu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate);
+
+typedef yt_status (*yt__gelu_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                 yt_tensor *self, const char *approximate);
+extern const yt__gelu_backward_kernel_fn yt__gelu_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                            yt_tensor *self, const char *approximate);
+
+typedef yt_status (*yt__nan_to_num_kernel_fn)(yt_tensor *result, yt_tensor *self, const double *nan,
+                                              const double *posinf, const double *neginf);
+extern const yt__nan_to_num_kernel_fn yt__nan_to_num_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan,
+                                         const double *posinf, const double *neginf);
 
 typedef yt_status (*yt__eq_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 extern const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT];
@@ -973,6 +1058,9 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
                                               int64_t dim, int64_t index);
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
+YT_INTERNAL yt_tensor *yt__composite_gelu_double_backward(yt_tensor *grad_grad,
+                                                          yt_tensor *grad_output, yt_tensor *self,
+                                                          const char *approximate);
 YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
                                                                 yt_tensor *value);
 YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,

@@ -5,7 +5,9 @@
  * (`omp simd`: no alias versioning, so in-place ops vectorise too), one input broadcast along
  * the row (stride 0) with the others contiguous, and a general strided path. Built with
  * -fno-math-errno -fno-trapping-math (Makefile) so sqrt and rounding vectorise. */
+#include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "pointwise_math.h"
@@ -14,13 +16,16 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* Scalar arguments, converted once per call: .f for floating loops, .i for integral ones. */
+/* Scalar and float arguments, converted once per call: .f for floating loops, .i for integral
+ * ones; .given is false for an absent optional argument (Scalar?, float?, and Tensor?, whose
+ * loop operand is then a stand-in the expression does not read). */
 typedef struct pointwise_scalar {
     double f;
     int64_t i;
+    bool given;
 } pointwise_scalar;
 
-/* ---- add: self + alpha * other   (ops.yaml:8) */
+/* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:8) */
 
 static void
 add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -72,7 +77,7 @@ static void
 add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t alpha = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *other_p = (const uint8_t *)data[2];
@@ -493,8 +498,10 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
+    if (yt__pw_check_alpha("add", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
@@ -519,12 +526,13 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, add_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- add: self + alpha * other   (ops.yaml:17) */
+/* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:17) */
 
 static void
 add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -554,8 +562,8 @@ static void
 add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
-    const int32_t alpha = (int32_t)scalars[1].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -769,9 +777,11 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
+    if (yt__pw_check_alpha("add", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -796,18 +806,19 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "add: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - alpha * other   (ops.yaml:25) */
+/* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:25) */
 
 static void
 sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t alpha = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *other_p = (const uint8_t *)data[2];
@@ -1228,8 +1239,10 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
+    if (yt__pw_check_alpha("sub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
@@ -1252,19 +1265,20 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, sub_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sub: self - alpha * other   (ops.yaml:34) */
+/* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:34) */
 
 static void
 sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
-    const int32_t alpha = (int32_t)scalars[1].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -1478,9 +1492,11 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
+    if (yt__pw_check_alpha("sub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -1503,32 +1519,34 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- rsub: other - self   (ops.yaml:42) */
+/* ---- rsub: other - checked_alpha(alpha) * self   (ops.yaml:42) */
 
 static void
 rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)(uint8_t)scalars[1].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t out_value = other - self;
+            const int32_t out_value = other - (alpha * self);
             out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t out_value = other - self;
+        const int32_t out_value = other - (alpha * self);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
@@ -1538,20 +1556,21 @@ rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
+    const int8_t alpha = (int8_t)scalars[1].i;
     int8_t *out = (int8_t *)data[0];
     const int8_t *self_p = (const int8_t *)data[1];
     if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t out_value = other - self;
+            const int8_t out_value = other - (alpha * self);
             out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t out_value = other - self;
+        const int8_t out_value = other - (alpha * self);
         *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
@@ -1561,20 +1580,21 @@ rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
+    const int16_t alpha = (int16_t)scalars[1].i;
     int16_t *out = (int16_t *)data[0];
     const int16_t *self_p = (const int16_t *)data[1];
     if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t out_value = other - self;
+            const int16_t out_value = other - (alpha * self);
             out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t out_value = other - self;
+        const int16_t out_value = other - (alpha * self);
         *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
@@ -1584,20 +1604,21 @@ rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[1].i;
     int32_t *out = (int32_t *)data[0];
     const int32_t *self_p = (const int32_t *)data[1];
     if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t out_value = other - self;
+            const int32_t out_value = other - (alpha * self);
             out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t out_value = other - self;
+        const int32_t out_value = other - (alpha * self);
         *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
@@ -1607,20 +1628,21 @@ rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
+    const int64_t alpha = (int64_t)scalars[1].i;
     int64_t *out = (int64_t *)data[0];
     const int64_t *self_p = (const int64_t *)data[1];
     if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t out_value = other - self;
+            const int64_t out_value = other - (alpha * self);
             out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t out_value = other - self;
+        const int64_t out_value = other - (alpha * self);
         *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
@@ -1630,20 +1652,21 @@ rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
@@ -1653,20 +1676,21 @@ rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
@@ -1676,20 +1700,21 @@ rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
     float *out = (float *)data[0];
     const float *self_p = (const float *)data[1];
     if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float out_value = other - self;
+            const float out_value = other - (alpha * self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float out_value = other - self;
+        const float out_value = other - (alpha * self);
         *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
@@ -1699,29 +1724,33 @@ rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
     double *out = (double *)data[0];
     const double *self_p = (const double *)data[1];
     if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double out_value = other - self;
+            const double out_value = other - (alpha * self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double out_value = other - self;
+        const double out_value = other - (alpha * self);
         *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
 yt_status
-yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
+yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
-    const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+    if (yt__pw_check_alpha("rsub", "alpha", alpha, self->dtype) != YT_OK)
+        return yt_errcode();
+    const pointwise_scalar scalars[2] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -1744,9 +1773,10 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, rsub_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "rsub: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "rsub: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- mul: self * other   (ops.yaml:50) */
@@ -2236,9 +2266,10 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, mul_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- mul: self * other   (ops.yaml:59) */
@@ -2270,7 +2301,7 @@ static void
 mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -2477,7 +2508,7 @@ yt_status
 yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -2502,9 +2533,10 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "mul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- div: self / other   (ops.yaml:67) */
@@ -2707,9 +2739,10 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, div_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- div: self / other   (ops.yaml:77) */
@@ -2810,7 +2843,7 @@ yt_status
 yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -2823,9 +2856,10 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
 /* ---- neg: -self   (ops.yaml:86) */
@@ -3053,12 +3087,128 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, neg_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "neg: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "neg: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- pow: pow(self, checked(exponent))   (ops.yaml:93) */
+
+static void
+pow_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t exponent = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:93) */
+static void
+pow_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t exponent = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t exponent = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t exponent = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t exponent = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
 
 static void
 pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3155,11 +3305,30 @@ pow_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
+    if (yt__pw_check_scalar("pow", "exponent", exponent, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(exponent), yt__scalar_to_i64(exponent)},
+        {yt__scalar_to_double(exponent), yt__scalar_to_i64(exponent), true},
     };
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__scalar_to_i64(exponent) < 0)
+            return yt__fail_status(
+                YT_ERR_VALUE,
+                "pow: integers to negative integer powers are not allowed (exponent=%lld)",
+                (long long)yt__scalar_to_i64(exponent));
+    }
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, pow_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, pow_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, pow_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, pow_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, pow_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, pow_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3169,12 +3338,243 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- pow: pow(self, exponent)   (ops.yaml:108) */
+
+static void
+pow_tensor_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *exponent_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[0];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t exponent = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:102) */
+static void
+pow_tensor_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *exponent_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t exponent = exponent_p[0];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t exponent = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *exponent_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t exponent = exponent_p[0];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t exponent = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *exponent_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t exponent = exponent_p[0];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t exponent = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *exponent_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t exponent = exponent_p[0];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t exponent = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
 
 static void
 pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3365,6 +3765,16 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     const void *scalars = NULL;
     yt_tensor *const inputs[2] = {self, exponent};
     switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3374,12 +3784,128 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- pow: pow(self, exponent)   (ops.yaml:118) */
+
+static void
+pow_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t self = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *exponent_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t exponent = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:112) */
+static void
+pow_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t self = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *exponent_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t exponent = exponent_p[i];
+            const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t exponent = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_ipow_i8(self, exponent);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t self = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *exponent_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t exponent = exponent_p[i];
+            const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t exponent = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_ipow_i16(self, exponent);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t self = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *exponent_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t exponent = exponent_p[i];
+            const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t exponent = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_ipow_i32(self, exponent);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t self = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *exponent_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t exponent = exponent_p[i];
+            const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t exponent = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_ipow_i64(self, exponent);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
 
 static void
 pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3477,10 +4003,20 @@ yt_status
 yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self), true},
     };
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, scalars);
     case YT_DTYPE_BF16:
@@ -3490,12 +4026,13 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
-                               yt_dtype_name(exponent->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                           yt_dtype_name(exponent->dtype));
 }
 
-/* ---- maximum: maximum(self, other)   (ops.yaml:125) */
+/* ---- maximum: maximum(self, other)   (ops.yaml:132) */
 
 static void
 maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3982,12 +4519,13 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, maximum_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "maximum: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "maximum: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- minimum: minimum(self, other)   (ops.yaml:134) */
+/* ---- minimum: minimum(self, other)   (ops.yaml:141) */
 
 static void
 minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4474,18 +5012,19 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, minimum_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "minimum: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "minimum: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, min)   (ops.yaml:143) */
+/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:150) */
 
 static void
 clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t min = (int32_t)scalars[0].i;
+    const int32_t min = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -4691,8 +5230,10 @@ clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 yt_status
 yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 {
+    if (yt__pw_check_scalar("clamp_min", "min", min, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(min), yt__scalar_to_i64(min)},
+        {yt__scalar_to_double(min), yt__scalar_to_i64(min), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -4715,18 +5256,19 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, max)   (ops.yaml:151) */
+/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:158) */
 
 static void
 clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t max = (int32_t)scalars[0].i;
+    const int32_t max = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -4932,8 +5474,10 @@ clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 yt_status
 yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 {
+    if (yt__pw_check_scalar("clamp_max", "max", max, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(max), yt__scalar_to_i64(max)},
+        {yt__scalar_to_double(max), yt__scalar_to_i64(max), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -4956,12 +5500,13 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, min)   (ops.yaml:159) */
+/* ---- clamp_min: maximum(self, min)   (ops.yaml:166) */
 
 static void
 clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5401,12 +5946,13 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, max)   (ops.yaml:168) */
+/* ---- clamp_max: minimum(self, max)   (ops.yaml:175) */
 
 static void
 clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5846,12 +6392,13 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:177) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:184) */
 
 static void
 remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6296,18 +6843,19 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, remainder_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:187) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:194) */
 
 static void
 remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
@@ -6514,10 +7062,10 @@ yt_status
 yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     if (!yt_dtype_is_floating(self->dtype)) {
-        if (yt__scalar_to_i64(other) == 0)
+        if (yt__pw_scalar_is_zero(other, self->dtype))
             return yt__fail_status(YT_ERR_VALUE,
                                    "remainder: integer division by zero (other has a 0)");
     }
@@ -6542,12 +7090,13 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:195) */
+/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:202) */
 
 static void
 floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6992,12 +7541,13 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "floor_divide: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "floor_divide: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:205) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:212) */
 
 static void
 lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -7222,7 +7772,7 @@ yt_status
 yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(weight), yt__scalar_to_i64(weight)},
+        {yt__scalar_to_double(weight), yt__scalar_to_i64(weight), true},
     };
     yt_tensor *const inputs[2] = {self, end};
     switch (self->dtype) {
@@ -7235,12 +7785,13 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, lerp_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:221) */
 
 static void
 lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -7557,18 +8108,19 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:228) */
+/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:235) */
 
 static void
 addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t value = (int32_t)scalars[0].i;
+    const int32_t value = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const uint8_t *tensor1_p = (const uint8_t *)data[2];
@@ -8162,8 +8714,10 @@ yt_status
 yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
 {
+    if (yt__pw_check_scalar("addcmul", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
@@ -8186,12 +8740,13 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "addcmul: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "addcmul: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:242) */
+/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:249) */
 
 static void
 addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8461,8 +9016,10 @@ yt_status
 yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
 {
+    if (yt__pw_check_scalar("addcdiv", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
@@ -8475,12 +9032,13 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "addcdiv: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "addcdiv: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:257) */
+/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
 
 static void
 pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8674,7 +9232,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                             yt_tensor *output)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self), true},
     };
     yt_tensor *const inputs[2] = {grad_output, output};
     switch (grad_output->dtype) {
@@ -8687,12 +9245,4436 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "pow_scalar_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "pow_scalar_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:274) */
+
+static void
+div_tensor_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
-/* ---- exp: exp(self)   (ops.yaml:269) */
+static void
+div_tensor_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_trunc_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_tensor_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_floor_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                        const char *rounding_mode)
+{
+    const void *scalars = NULL;
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__pw_has_zero(other))
+            return yt__fail_status(YT_ERR_VALUE, "div: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor, scalars);
+        break;
+    case YT_DTYPE_I8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor, scalars);
+        break;
+    case YT_DTYPE_I16:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor, scalars);
+        break;
+    case YT_DTYPE_I32:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor, scalars);
+        break;
+    case YT_DTYPE_I64:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor, scalars);
+        break;
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:294) */
+
+static void
+div_scalar_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_trunc_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_trunc_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_trunc_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_trunc_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_trunc_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self / other;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_trunc_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_scalar_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_floor_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                        const char *rounding_mode)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
+    };
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__pw_scalar_is_zero(other, self->dtype))
+            return yt__fail_status(YT_ERR_VALUE, "div: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor, scalars);
+        break;
+    case YT_DTYPE_I8:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor, scalars);
+        break;
+    case YT_DTYPE_I16:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor, scalars);
+        break;
+    case YT_DTYPE_I32:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor, scalars);
+        break;
+    case YT_DTYPE_I64:
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor, scalars);
+        break;
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:310) */
+
+static void
+clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)(uint8_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int32_t max = (int32_t)(uint8_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t min = (int8_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int8_t max = (int8_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value =
+            max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                      : yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t min = (int16_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int16_t max = (int16_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value =
+            max_given ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                      : yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int32_t max = (int32_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t min = (int64_t)scalars[0].i;
+    const bool min_given = scalars[0].given;
+    const int64_t max = (int64_t)scalars[1].i;
+    const bool max_given = scalars[1].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value =
+            max_given ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                      : yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const double max = (double)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                      : yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (min != NULL && yt__pw_check_scalar("clamp", "min", *min, self->dtype) != YT_OK)
+        return yt_errcode();
+    if (max != NULL && yt__pw_check_scalar("clamp", "max", *max, self->dtype) != YT_OK)
+        return yt_errcode();
+    const pointwise_scalar scalars[2] = {
+        {min != NULL ? yt__scalar_to_double(*min) : 0, min != NULL ? yt__scalar_to_i64(*min) : 0,
+         min != NULL},
+        {max != NULL ? yt__scalar_to_double(*max) : 0, max != NULL ? yt__scalar_to_i64(*max) : 0,
+         max != NULL},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, clamp_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, clamp_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, clamp_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, clamp_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:327) */
+
+static void
+clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *min_p = (const uint8_t *)data[2];
+    const uint8_t *max_p = (const uint8_t *)data[3];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t max = *(const uint8_t *)(data[3] + i * strides[3]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *min_p = (const int8_t *)data[2];
+    const int8_t *max_p = (const int8_t *)data[3];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t) &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[0];
+            const int8_t max = max_p[i];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[i];
+            const int8_t max = max_p[0];
+            const int8_t out_value =
+                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                          : yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t min = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t max = *(const int8_t *)(data[3] + i * strides[3]);
+        const int8_t out_value =
+            max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
+                      : yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *min_p = (const int16_t *)data[2];
+    const int16_t *max_p = (const int16_t *)data[3];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t) &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[0];
+            const int16_t max = max_p[i];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[i];
+            const int16_t max = max_p[0];
+            const int16_t out_value =
+                max_given
+                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                    : yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t min = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t max = *(const int16_t *)(data[3] + i * strides[3]);
+        const int16_t out_value =
+            max_given ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
+                      : yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *min_p = (const int32_t *)data[2];
+    const int32_t *max_p = (const int32_t *)data[3];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t) &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value =
+                max_given
+                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                    : yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t max = *(const int32_t *)(data[3] + i * strides[3]);
+        const int32_t out_value =
+            max_given ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
+                      : yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *min_p = (const int64_t *)data[2];
+    const int64_t *max_p = (const int64_t *)data[3];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t) &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[0];
+            const int64_t max = max_p[i];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[i];
+            const int64_t max = max_p[0];
+            const int64_t out_value =
+                max_given
+                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                    : yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t min = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t max = *(const int64_t *)(data[3] + i * strides[3]);
+        const int64_t out_value =
+            max_given ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
+                      : yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    const uint16_t *max_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    const uint16_t *max_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *min_p = (const float *)data[2];
+    const float *max_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                          : yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float min = *(const float *)(data[2] + i * strides[2]);
+        const float max = *(const float *)(data[3] + i * strides[3]);
+        const float out_value =
+            max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
+                      : yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *min_p = (const double *)data[2];
+    const double *max_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                          : yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double min = *(const double *)(data[2] + i * strides[2]);
+        const double max = *(const double *)(data[3] + i * strides[3]);
+        const double out_value =
+            max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
+                      : yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {0, 0, min != NULL},
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[3] = {self, min != NULL ? min : self, max != NULL ? max : self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:344) */
+
+static void
+clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const float max = (float)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const bool min_given = scalars[0].given;
+    const double max = (double)scalars[1].f;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                 : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                       const yt_scalar *min, const yt_scalar *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {min != NULL ? yt__scalar_to_double(*min) : 0, min != NULL ? yt__scalar_to_i64(*min) : 0,
+         min != NULL},
+        {max != NULL ? yt__scalar_to_double(*max) : 0, max != NULL ? yt__scalar_to_i64(*max) : 0,
+         max != NULL},
+    };
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:358) */
+
+static void
+clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value = (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
+                                    ? grad_output
+                                    : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    const bool max_given = scalars[1].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                     : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
+                                                                                 : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                              yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[2] = {
+        {0, 0, min != NULL},
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output,
+                                  max != NULL ? max : grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:372) */
+
+static void
+clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool max_given = scalars[0].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                  yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[1] = {
+        {0, 0, max != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min, max != NULL ? max : grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward_min: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:385) */
+
+static void
+clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    const uint16_t *min_p = (const uint16_t *)data[3];
+    const uint16_t *max_p = (const uint16_t *)data[4];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+        strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[4] + i * strides[4]));
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    const float *min_p = (const float *)data[3];
+    const float *max_p = (const float *)data[4];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float max = max_p[i];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float max = max_p[0];
+            const float out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float min = *(const float *)(data[3] + i * strides[3]);
+        const float max = *(const float *)(data[4] + i * strides[4]);
+        const float out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool min_given = scalars[0].given;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    const double *min_p = (const double *)data[3];
+    const double *max_p = (const double *)data[4];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+        strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double max = max_p[i];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double max = max_p[0];
+            const double out_value =
+                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double min = *(const double *)(data[3] + i * strides[3]);
+        const double max = *(const double *)(data[4] + i * strides[4]);
+        const double out_value =
+            ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                  yt_tensor *min, yt_tensor *max)
+{
+    const pointwise_scalar scalars[1] = {
+        {0, 0, min != NULL},
+    };
+    yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output, max};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "clamp_tensor_backward_max: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:398) */
+
+static void
+div_rounding_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float out_value = grad_output;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float out_value = grad_output;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+                                      const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+div_rounding_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float out_value = grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = grad_output;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float out_value = (float)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float out_value = (float)0;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double out_value = grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = grad_output;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+div_rounding_backward_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double out_value = (double)0;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double out_value = (double)0;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const char *rounding_mode)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {grad_output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if (rounding_mode == NULL)
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none, scalars);
+        if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
+            (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "div_rounding_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- exp: exp(self)   (ops.yaml:413) */
 
 static void
 exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8797,12 +13779,13 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, exp_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "exp: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "exp: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- log: log(self)   (ops.yaml:277) */
+/* ---- log: log(self)   (ops.yaml:421) */
 
 static void
 log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -8907,12 +13890,13 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:286) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:430) */
 
 static void
 sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9017,12 +14001,13 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sqrt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sqrt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sqrt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:295) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:439) */
 
 static void
 relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9247,12 +14232,13 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, relu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "relu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "relu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:303) */
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:447) */
 
 static void
 sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9357,12 +14343,13 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sigmoid: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sigmoid: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:311) */
+/* ---- tanh: tanh(self)   (ops.yaml:455) */
 
 static void
 tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9467,12 +14454,13 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, tanh_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "tanh: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "tanh: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:319) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:463) */
 
 static void
 softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9582,8 +14570,8 @@ yt_status
 yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
     const pointwise_scalar scalars[2] = {
-        {yt__scalar_to_double(beta), yt__scalar_to_i64(beta)},
-        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold)},
+        {yt__scalar_to_double(beta), yt__scalar_to_i64(beta), true},
+        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -9596,12 +14584,13 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, softplus_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "softplus: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "softplus: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:327) */
+/* ---- clone: self   (ops.yaml:470) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -9850,12 +14839,13 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clone_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "clone: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "clone: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:342) */
+/* ---- abs: abs(self)   (ops.yaml:485) */
 
 static void
 abs_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10080,12 +15070,13 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, abs_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "abs: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "abs: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:350) */
+/* ---- sign: sign(self)   (ops.yaml:493) */
 
 static void
 sign_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10334,12 +15325,35 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sign_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sign: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sign: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:357) */
+/* ---- square: self * self   (ops.yaml:500) */
+
+static void
+square_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = self && self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = self && self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
 
 static void
 square_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10545,6 +15559,8 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     const void *scalars = NULL;
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, square_loop_bool, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 1, inputs, square_loop_u8, scalars);
     case YT_DTYPE_I8:
@@ -10564,12 +15580,13 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, square_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "square: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "square: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:364) */
+/* ---- reciprocal: 1 / self   (ops.yaml:509) */
 
 static void
 reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10674,12 +15691,13 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "reciprocal: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "reciprocal: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:373) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:518) */
 
 static void
 rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10784,12 +15802,13 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "rsqrt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "rsqrt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:382) */
+/* ---- expm1: expm1(self)   (ops.yaml:527) */
 
 static void
 expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -10894,12 +15913,13 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, expm1_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "expm1: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "expm1: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:390) */
+/* ---- log1p: log1p(self)   (ops.yaml:535) */
 
 static void
 log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11004,12 +16024,13 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log1p_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log1p: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log1p: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:399) */
+/* ---- log2: log2(self)   (ops.yaml:544) */
 
 static void
 log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11114,12 +16135,13 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, log2_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "log2: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "log2: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:408) */
+/* ---- sin: sin(self)   (ops.yaml:553) */
 
 static void
 sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11224,12 +16246,13 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sin_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "sin: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "sin: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:416) */
+/* ---- cos: cos(self)   (ops.yaml:561) */
 
 static void
 cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11334,12 +16357,13 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, cos_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "cos: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "cos: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:424) */
+/* ---- erf: erf(self)   (ops.yaml:569) */
 
 static void
 erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11444,12 +16468,13 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, erf_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "erf: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "erf: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:432) */
+/* ---- floor: floor(self)   (ops.yaml:577) */
 
 static void
 floor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11674,12 +16699,13 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, floor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "floor: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "floor: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:439) */
+/* ---- ceil: ceil(self)   (ops.yaml:584) */
 
 static void
 ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -11904,12 +16930,13 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ceil_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ceil: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ceil: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:446) */
+/* ---- round: nearbyint(self)   (ops.yaml:591) */
 
 static void
 round_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12134,12 +17161,13 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, round_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "round: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "round: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:453) */
+/* ---- trunc: trunc(self)   (ops.yaml:598) */
 
 static void
 trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12364,12 +17392,13 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, trunc_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "trunc: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "trunc: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:460) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:605) */
 
 static void
 leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12467,7 +17496,7 @@ yt_status
 yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -12480,12 +17509,13 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "leaky_relu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:468) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:613) */
 
 static void
 leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12691,7 +17721,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                             yt_scalar negative_slope)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope), true},
     };
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
@@ -12704,12 +17734,13 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "leaky_relu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:479) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:624) */
 
 static void
 elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -12824,9 +17855,9 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
             yt_scalar input_scale)
 {
     const pointwise_scalar scalars[3] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
-        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
-        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale), true},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -12839,12 +17870,13 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, elu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "elu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "elu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:487) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:632) */
 
 static void
 elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13094,9 +18126,9 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                      yt_scalar input_scale, yt_tensor *self)
 {
     const pointwise_scalar scalars[3] = {
-        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
-        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
-        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha), true},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale), true},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale), true},
     };
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
@@ -13109,12 +18141,13 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "elu_backward: no CPU loop for dtype %s",
-                               yt_dtype_name(grad_output->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "elu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:498) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:643) */
 
 static void
 silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13219,12 +18252,13 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, silu_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "silu: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "silu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:505) */
+/* ---- isnan: isnan(self)   (ops.yaml:650) */
 
 static void
 isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13473,12 +18507,13 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, isnan_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "isnan: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "isnan: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:514) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:659) */
 
 static void
 isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -13727,12 +18762,1336 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, isfinite_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "isfinite: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "isfinite: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else 0.5 * self * (1 + erf(self * 0.7071067811865476))   (ops.yaml:668) */
+
+static void
+gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
-/* ---- eq: self == other   (ops.yaml:525) */
+static void
+gelu_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            ((float)0.5 * self) *
+            ((float)1 + tanhf((float)0.7978845608028654 *
+                              (self + ((((float)0.044715 * self) * self) * self))));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                ((double)0.5 * self) *
+                ((double)1 + tanh((double)0.7978845608028654 *
+                                  (self + ((((double)0.044715 * self) * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            ((double)0.5 * self) *
+            ((double)1 + tanh((double)0.7978845608028654 *
+                              (self + ((((double)0.044715 * self) * self) * self))));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "gelu: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (0.5 * (1 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:682) */
+
+static void
+gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                grad_output *
+                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value =
+            grad_output *
+            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
+             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value =
+            grad_output *
+            (((float)0.5 *
+              ((float)1 + tanhf((float)0.7978845608028654 *
+                                (self + ((((float)0.044715 * self) * self) * self))))) +
+             (((((float)0.5 * self) *
+                ((float)1 - (tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self))) *
+                             tanhf((float)0.7978845608028654 *
+                                   (self + ((((float)0.044715 * self) * self) * self)))))) *
+               (float)0.7978845608028654) *
+              ((float)1 + (((float)0.134145 * self) * self))));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                grad_output *
+                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            grad_output *
+            (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
+             ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            grad_output *
+            (((double)0.5 *
+              ((double)1 + tanh((double)0.7978845608028654 *
+                                (self + ((((double)0.044715 * self) * self) * self))))) +
+             (((((double)0.5 * self) *
+                ((double)1 - (tanh((double)0.7978845608028654 *
+                                   (self + ((((double)0.044715 * self) * self) * self))) *
+                              tanh((double)0.7978845608028654 *
+                                   (self + ((((double)0.044715 * self) * self) * self)))))) *
+               (double)0.7978845608028654) *
+              ((double)1 + (((double)0.134145 * self) * self))));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                      const char *approximate)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh, scalars);
+        break;
+    case YT_DTYPE_BF16:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh, scalars);
+        break;
+    case YT_DTYPE_F32:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh, scalars);
+        break;
+    case YT_DTYPE_F64:
+        if ((approximate != NULL && strcmp(approximate, "none") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none, scalars);
+        if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh, scalars);
+        break;
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "gelu_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:706) */
+
+static void
+nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool nan = (bool)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const bool posinf = (bool)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const bool neginf = (bool)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value =
+                (bool)(1 + 0 * self)
+                    ? self
+                    : ((bool)(0 + 0 * self)
+                           ? ((!nan_given) ? (bool)0 : nan)
+                           : ((self > (bool)0) ? ((!posinf_given) ? (bool)true : posinf)
+                                               : ((!neginf_given) ? (bool)false : neginf)));
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value =
+            (bool)(1 + 0 * self)
+                ? self
+                : ((bool)(0 + 0 * self)
+                       ? ((!nan_given) ? (bool)0 : nan)
+                       : ((self > (bool)0) ? ((!posinf_given) ? (bool)true : posinf)
+                                           : ((!neginf_given) ? (bool)false : neginf)));
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t nan = (int32_t)(uint8_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int32_t posinf = (int32_t)(uint8_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int32_t neginf = (int32_t)(uint8_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                (int32_t)(1 + 0 * self)
+                    ? self
+                    : ((int32_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int32_t)0 : nan)
+                           : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)255 : posinf)
+                                                  : ((!neginf_given) ? (int32_t)0 : neginf)));
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            (int32_t)(1 + 0 * self)
+                ? self
+                : ((int32_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int32_t)0 : nan)
+                       : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)255 : posinf)
+                                              : ((!neginf_given) ? (int32_t)0 : neginf)));
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t nan = (int8_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int8_t posinf = (int8_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int8_t neginf = (int8_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value =
+                (int8_t)(1 + 0 * self)
+                    ? self
+                    : ((int8_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int8_t)0 : nan)
+                           : ((self > (int8_t)0) ? ((!posinf_given) ? (int8_t)INT8_MAX : posinf)
+                                                 : ((!neginf_given) ? (int8_t)INT8_MIN : neginf)));
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value =
+            (int8_t)(1 + 0 * self)
+                ? self
+                : ((int8_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int8_t)0 : nan)
+                       : ((self > (int8_t)0) ? ((!posinf_given) ? (int8_t)INT8_MAX : posinf)
+                                             : ((!neginf_given) ? (int8_t)INT8_MIN : neginf)));
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t nan = (int16_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int16_t posinf = (int16_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int16_t neginf = (int16_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value =
+                (int16_t)(1 + 0 * self)
+                    ? self
+                    : ((int16_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int16_t)0 : nan)
+                           : ((self > (int16_t)0)
+                                  ? ((!posinf_given) ? (int16_t)INT16_MAX : posinf)
+                                  : ((!neginf_given) ? (int16_t)INT16_MIN : neginf)));
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value =
+            (int16_t)(1 + 0 * self)
+                ? self
+                : ((int16_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int16_t)0 : nan)
+                       : ((self > (int16_t)0) ? ((!posinf_given) ? (int16_t)INT16_MAX : posinf)
+                                              : ((!neginf_given) ? (int16_t)INT16_MIN : neginf)));
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t nan = (int32_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int32_t posinf = (int32_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int32_t neginf = (int32_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value =
+                (int32_t)(1 + 0 * self)
+                    ? self
+                    : ((int32_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int32_t)0 : nan)
+                           : ((self > (int32_t)0)
+                                  ? ((!posinf_given) ? (int32_t)INT32_MAX : posinf)
+                                  : ((!neginf_given) ? (int32_t)INT32_MIN : neginf)));
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value =
+            (int32_t)(1 + 0 * self)
+                ? self
+                : ((int32_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int32_t)0 : nan)
+                       : ((self > (int32_t)0) ? ((!posinf_given) ? (int32_t)INT32_MAX : posinf)
+                                              : ((!neginf_given) ? (int32_t)INT32_MIN : neginf)));
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t nan = (int64_t)scalars[0].i;
+    const bool nan_given = scalars[0].given;
+    const int64_t posinf = (int64_t)scalars[1].i;
+    const bool posinf_given = scalars[1].given;
+    const int64_t neginf = (int64_t)scalars[2].i;
+    const bool neginf_given = scalars[2].given;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value =
+                (int64_t)(1 + 0 * self)
+                    ? self
+                    : ((int64_t)(0 + 0 * self)
+                           ? ((!nan_given) ? (int64_t)0 : nan)
+                           : ((self > (int64_t)0)
+                                  ? ((!posinf_given) ? (int64_t)INT64_MAX : posinf)
+                                  : ((!neginf_given) ? (int64_t)INT64_MIN : neginf)));
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value =
+            (int64_t)(1 + 0 * self)
+                ? self
+                : ((int64_t)(0 + 0 * self)
+                       ? ((!nan_given) ? (int64_t)0 : nan)
+                       : ((self > (int64_t)0) ? ((!posinf_given) ? (int64_t)INT64_MAX : posinf)
+                                              : ((!neginf_given) ? (int64_t)INT64_MIN : neginf)));
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)65504.0f : posinf)
+                                                : ((!neginf_given) ? (float)-65504.0f : neginf)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)65504.0f : posinf)
+                                            : ((!neginf_given) ? (float)-65504.0f : neginf)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0)
+                                  ? ((!posinf_given) ? (float)3.38953139e38f : posinf)
+                                  : ((!neginf_given) ? (float)-3.38953139e38f : neginf)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)3.38953139e38f : posinf)
+                                            : ((!neginf_given) ? (float)-3.38953139e38f : neginf)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+nan_to_num_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                                : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (float)0 : nan)
+                       : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                            : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+nan_to_num_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double nan = (double)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const double posinf = (double)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const double neginf = (double)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (double)0 : nan)
+                           : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                                 : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            (isfinite(self) != 0)
+                ? self
+                : ((isnan(self) != 0)
+                       ? ((!nan_given) ? (double)0 : nan)
+                       : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                             : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const double *posinf,
+                   const double *neginf)
+{
+    const pointwise_scalar scalars[3] = {
+        {nan != NULL ? *nan : 0, nan != NULL ? yt__scalar_to_i64(yt_float(*nan)) : 0, nan != NULL},
+        {posinf != NULL ? *posinf : 0, posinf != NULL ? yt__scalar_to_i64(yt_float(*posinf)) : 0,
+         posinf != NULL},
+        {neginf != NULL ? *neginf : 0, neginf != NULL ? yt__scalar_to_i64(yt_float(*neginf)) : 0,
+         neginf != NULL},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "nan_to_num: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- eq: self == other   (ops.yaml:721) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14219,12 +20578,13 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, eq_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:535) */
+/* ---- eq: self == other   (ops.yaml:731) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14253,7 +20613,7 @@ static void
 eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -14460,7 +20820,7 @@ yt_status
 yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -14485,12 +20845,13 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "eq: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:544) */
+/* ---- lt: self < other   (ops.yaml:740) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14977,12 +21338,13 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, lt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:554) */
+/* ---- lt: self < other   (ops.yaml:750) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15011,7 +21373,7 @@ static void
 lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -15218,7 +21580,7 @@ yt_status
 yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -15243,12 +21605,13 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "lt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:563) */
+/* ---- gt: self > other   (ops.yaml:759) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15735,12 +22098,13 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, gt_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:573) */
+/* ---- gt: self > other   (ops.yaml:769) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15769,7 +22133,7 @@ static void
 gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -15976,7 +22340,7 @@ yt_status
 yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -16001,12 +22365,13 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "gt: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:582) */
+/* ---- where: self if condition else other   (ops.yaml:778) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16685,12 +23050,13 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, where_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "where: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "where: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:595) */
+/* ---- ne: self != other   (ops.yaml:791) */
 
 static void
 ne_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17177,12 +23543,13 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, ne_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:605) */
+/* ---- ne: self != other   (ops.yaml:801) */
 
 static void
 ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17211,7 +23578,7 @@ static void
 ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -17418,7 +23785,7 @@ yt_status
 yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -17443,12 +23810,13 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:614) */
+/* ---- le: self <= other   (ops.yaml:810) */
 
 static void
 le_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17935,12 +24303,13 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, le_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:624) */
+/* ---- le: self <= other   (ops.yaml:820) */
 
 static void
 le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17969,7 +24338,7 @@ static void
 le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -18176,7 +24545,7 @@ yt_status
 yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -18201,12 +24570,13 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:633) */
+/* ---- ge: self >= other   (ops.yaml:829) */
 
 static void
 ge_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18693,12 +25063,13 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, ge_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:643) */
+/* ---- ge: self >= other   (ops.yaml:839) */
 
 static void
 ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18727,7 +25098,7 @@ static void
 ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     bool *out = (bool *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
@@ -18934,7 +25305,7 @@ yt_status
 yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other), true},
     };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
@@ -18959,12 +25330,13 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:652) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:848) */
 
 static void
 logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19451,12 +25823,13 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_and_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_and: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_and: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:662) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:858) */
 
 static void
 logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19943,12 +26316,13 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_or_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_or: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_or: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:672) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:868) */
 
 static void
 logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20435,12 +26809,13 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_xor: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_xor: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:682) */
+/* ---- logical_not: not self   (ops.yaml:878) */
 
 static void
 logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20689,12 +27064,13 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, logical_not_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "logical_not: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "logical_not: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:691) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:887) */
 
 static void
 masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20746,7 +27122,7 @@ static void
 masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const int32_t value = (int32_t)scalars[0].i;
+    const int32_t value = (int32_t)(uint8_t)scalars[0].i;
     uint8_t *out = (uint8_t *)data[0];
     const uint8_t *self_p = (const uint8_t *)data[1];
     const bool *mask_p = (const bool *)data[2];
@@ -21167,8 +27543,10 @@ masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const void 
 yt_status
 yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
+    if (yt__pw_check_scalar("masked_fill", "value", value, self->dtype) != YT_OK)
+        return yt_errcode();
     const pointwise_scalar scalars[1] = {
-        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value), true},
     };
     yt_tensor *const inputs[2] = {self, mask};
     switch (self->dtype) {
@@ -21193,12 +27571,13 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:704) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:900) */
 
 static void
 masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -21877,7 +28256,8 @@ yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, 
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64, scalars);
     default:
-        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
-                               yt_dtype_name(self->dtype));
+        break;
     }
+    return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
 }

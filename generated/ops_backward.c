@@ -12,7 +12,7 @@
 #endif
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
- * from ops.yaml:257; backward from derivatives.yaml:162 */
+ * from ops.yaml:264; backward from derivatives.yaml:162 */
 yt_tensor *
 yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
 {
@@ -68,8 +68,389 @@ yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output
     return yt__scope_track(result);
 }
 
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * from ops.yaml:344; backward from derivatives.yaml:340 */
+yt_tensor *
+yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
+                  const yt_scalar *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_backward", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_backward: min has an invalid scalar kind %d",
+                        (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp_backward: max has an invalid scalar kind %d",
+                        (int)max->kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_backward_kernel_fn kernel = yt__clamp_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, min, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_backward(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * from ops.yaml:358; backward from derivatives.yaml:344 */
+yt_tensor *
+yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min != NULL && min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max != NULL && max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_kernel_fn kernel = yt__clamp_tensor_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || (min != NULL && min_k == NULL) ||
+        (max != NULL && max_k == NULL)) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * from ops.yaml:372; backward from derivatives.yaml:350 */
+yt_tensor *
+yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                             yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward_min",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward_min", "self"); /* keeps an earlier error */
+    if (min == NULL)
+        return yt__null_arg("clamp_tensor_backward_min", "min"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_min: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_min: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max != NULL && max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_min: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward_min", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_min_kernel_fn kernel =
+        yt__clamp_tensor_backward_min_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward_min: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k = min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || min_k == NULL ||
+        (max != NULL && max_k == NULL)) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward_min(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * from ops.yaml:385; backward from derivatives.yaml:356 */
+yt_tensor *
+yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                             yt_tensor *max)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("clamp_tensor_backward_max",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("clamp_tensor_backward_max", "self"); /* keeps an earlier error */
+    if (max == NULL)
+        return yt__null_arg("clamp_tensor_backward_max", "max"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_max: min has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(min->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "clamp_tensor_backward_max: max has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(max->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (min != NULL && min->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: min is on %s but grad_output is on %s",
+                        yt_device_name(min->device), yt_device_name(grad_output->device));
+    if (max->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "clamp_tensor_backward_max: max is on %s but grad_output is on %s",
+                        yt_device_name(max->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[4] = {grad_output, self, min, max};
+    yt_dtype compute_dtype = yt__result_type(4, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[4] = {grad_output, self, min, max};
+    static const char *const broadcast_names[4] = {"grad_output", "self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_tensor_backward_max", 4, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__clamp_tensor_backward_max_kernel_fn kernel =
+        yt__clamp_tensor_backward_max_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp_tensor_backward_max: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[4] = {grad_output, self, min, max};
+    bool recording = yt__any_requires_grad(4, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k = max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL || (min != NULL && min_k == NULL) ||
+        max_k == NULL) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_clamp_tensor_backward_max(result, grad_output, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * from ops.yaml:398; backward from derivatives.yaml:329 */
+yt_tensor *
+yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("div_rounding_backward", "grad_output"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "div_rounding_backward: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+            rounding_mode);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div_rounding_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__div_rounding_backward_kernel_fn kernel = yt__div_rounding_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div_rounding_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, rounding_mode);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_div_rounding_backward(result, grad_output, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:265 */
+ * from ops.yaml:613; backward from derivatives.yaml:265 */
 yt_tensor *
 yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -129,7 +510,7 @@ yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negati
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * from ops.yaml:487; backward from derivatives.yaml:272 */
+ * from ops.yaml:632; backward from derivatives.yaml:272 */
 yt_tensor *
 yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
                 yt_tensor *self)
@@ -193,8 +574,131 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
     return yt__scope_track(result);
 }
 
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:682; backward from derivatives.yaml:365 */
+yt_tensor *
+yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
+{
+    return yt_gelu_backward_ex(grad_output, self, NULL);
+}
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:682; backward from derivatives.yaml:365 */
+yt_tensor *
+yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approximate)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("gelu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("gelu_backward", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "gelu_backward: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "gelu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "gelu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__gelu_backward_kernel_fn kernel = yt__gelu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "gelu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output, self, approximate);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_gelu_backward(result, grad_output, self, approximate) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
+ * from ops.yaml:698 */
+yt_tensor *
+yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor *self,
+                        const char *approximate)
+{
+    if (grad_grad == NULL)
+        return yt__null_arg("gelu_double_backward", "grad_grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("gelu_double_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("gelu_double_backward", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gelu_double_backward: approximate is NULL (expected one of 'none', 'tanh')");
+    if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "gelu_double_backward: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(grad_grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "gelu_double_backward: grad_grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "gelu_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gelu_double_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (grad_output->device != grad_grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "gelu_double_backward: grad_output is on %s but grad_grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad_grad->device));
+    if (self->device != grad_grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gelu_double_backward: self is on %s but grad_grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_gelu_double_backward(grad_grad, grad_output, self, approximate);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1047 */
+ * from ops.yaml:1243 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -234,7 +738,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1054 */
+ * from ops.yaml:1250 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -269,7 +773,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1061 */
+ * from ops.yaml:1257 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -304,7 +808,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1068 */
+ * from ops.yaml:1264 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -317,7 +821,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1075 */
+ * from ops.yaml:1271 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -360,7 +864,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1082 */
+ * from ops.yaml:1278 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -398,7 +902,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1089 */
+ * from ops.yaml:1285 */
 yt_tensor *
 yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                       int dim_len, bool keepdim)
@@ -439,7 +943,7 @@ yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const
 }
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1096 */
+ * from ops.yaml:1292 */
 yt_tensor *
 yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                 int64_t correction, bool keepdim)
@@ -470,7 +974,7 @@ yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_le
 }
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1103 */
+ * from ops.yaml:1299 */
 yt_tensor *
 yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                 int dim_len, int64_t correction, bool keepdim)
@@ -511,7 +1015,7 @@ yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1303 */
+ * from ops.yaml:1499 */
 yt_tensor *
 yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 {
@@ -519,7 +1023,7 @@ yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1303 */
+ * from ops.yaml:1499 */
 yt_tensor *
 yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
 {
@@ -578,7 +1082,7 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1324 */
+ * from ops.yaml:1520 */
 yt_tensor *
 yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -586,7 +1090,7 @@ yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1324 */
+ * from ops.yaml:1520 */
 yt_tensor *
 yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
 {
@@ -645,7 +1149,7 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
 }
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
- * from ops.yaml:1592 */
+ * from ops.yaml:1788 */
 yt_tensor *
 yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
                  int dims_len)
@@ -667,7 +1171,7 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
 }
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
- * from ops.yaml:1666 */
+ * from ops.yaml:1862 */
 int64_t
 yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
                 yt_tensor **out, int64_t out_capacity)
@@ -703,7 +1207,7 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
 }
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:1745 */
+ * from ops.yaml:1941 */
 yt_tensor *
 yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                          int64_t dim, yt_tensor *index)
@@ -733,7 +1237,7 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
 }
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:1796 */
+ * from ops.yaml:1992 */
 yt_tensor *
 yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
                    yt_tensor *index)
@@ -762,7 +1266,7 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
 }
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:1818 */
+ * from ops.yaml:2014 */
 yt_tensor *
 yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
                         yt_tensor *index)
@@ -791,7 +1295,7 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:1872; backward from derivatives.yaml:447 */
+ * from ops.yaml:2068; backward from derivatives.yaml:498 */
 yt_tensor *
 yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
                             int64_t padding_idx, bool scale_grad_by_freq)
@@ -839,7 +1343,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
 }
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:1884 */
+ * from ops.yaml:2080 */
 yt_tensor *
 yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
                              int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
@@ -871,7 +1375,7 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
 }
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:1892 */
+ * from ops.yaml:2088 */
 yt_tensor *
 yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
                                    bool scale_grad_by_freq)
@@ -898,7 +1402,7 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:2068; backward from derivatives.yaml:474 */
+ * from ops.yaml:2264; backward from derivatives.yaml:525 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -975,7 +1479,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2081; backward from derivatives.yaml:478 */
+ * from ops.yaml:2277; backward from derivatives.yaml:529 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -1040,7 +1544,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:2093; backward from derivatives.yaml:482 */
+ * from ops.yaml:2289; backward from derivatives.yaml:533 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -1139,7 +1643,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:2103; backward from derivatives.yaml:486 */
+ * from ops.yaml:2299; backward from derivatives.yaml:537 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -1186,7 +1690,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:2112; backward from derivatives.yaml:489 */
+ * from ops.yaml:2308; backward from derivatives.yaml:540 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -1241,7 +1745,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2223; backward from derivatives.yaml:497 */
+ * from ops.yaml:2419; backward from derivatives.yaml:548 */
 yt_tensor *
 yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
                          int input_size_len, const int64_t *stride, int stride_len,
@@ -1322,7 +1826,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2236; backward from derivatives.yaml:501 */
+ * from ops.yaml:2432; backward from derivatives.yaml:552 */
 yt_tensor *
 yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
                           int weight_size_len, const int64_t *stride, int stride_len,
@@ -1403,7 +1907,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
 }
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
- * from ops.yaml:2249 */
+ * from ops.yaml:2445 */
 yt_tensor *
 yt_conv2d_backward_bias(yt_tensor *grad_output)
 {
@@ -1426,7 +1930,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2476; backward from derivatives.yaml:524 */
+ * from ops.yaml:2672; backward from derivatives.yaml:575 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -1496,7 +2000,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2487; backward from derivatives.yaml:529 */
+ * from ops.yaml:2683; backward from derivatives.yaml:580 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -1554,7 +2058,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2499; backward from derivatives.yaml:533 */
+ * from ops.yaml:2695; backward from derivatives.yaml:584 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -1594,7 +2098,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2510 */
+ * from ops.yaml:2706 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -1662,7 +2166,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2521 */
+ * from ops.yaml:2717 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -1718,7 +2222,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2532; backward from derivatives.yaml:539 */
+ * from ops.yaml:2728; backward from derivatives.yaml:590 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -1788,7 +2292,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2543; backward from derivatives.yaml:544 */
+ * from ops.yaml:2739; backward from derivatives.yaml:595 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -1845,7 +2349,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2555; backward from derivatives.yaml:536 */
+ * from ops.yaml:2751; backward from derivatives.yaml:587 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -1886,7 +2390,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
- * from ops.yaml:2566 */
+ * from ops.yaml:2762 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -1918,7 +2422,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2578 */
+ * from ops.yaml:2774 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -1991,7 +2495,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2589 */
+ * from ops.yaml:2785 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2046,7 +2550,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2639; backward from derivatives.yaml:557 */
+ * from ops.yaml:2835; backward from derivatives.yaml:608 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2102,7 +2606,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2656; backward from derivatives.yaml:561 */
+ * from ops.yaml:2852; backward from derivatives.yaml:612 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2164,7 +2668,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2673 */
+ * from ops.yaml:2869 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2202,7 +2706,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2681 */
+ * from ops.yaml:2877 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -2244,7 +2748,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2689 */
+ * from ops.yaml:2885 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -2275,7 +2779,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:2877 */
+ * from ops.yaml:3073 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -2347,7 +2851,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3163 */
+ * from ops.yaml:3359 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -2367,7 +2871,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3174 */
+ * from ops.yaml:3370 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -2389,7 +2893,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3181 */
+ * from ops.yaml:3377 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -2415,7 +2919,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3188 */
+ * from ops.yaml:3384 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -2455,7 +2959,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3195 */
+ * from ops.yaml:3391 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -2472,7 +2976,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3202 */
+ * from ops.yaml:3398 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -2501,7 +3005,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3209 */
+ * from ops.yaml:3405 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -2536,7 +3040,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3216 */
+ * from ops.yaml:3412 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -2581,7 +3085,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3223; backward from derivatives.yaml:150 */
+ * from ops.yaml:3419; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -2623,7 +3127,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3231; backward from derivatives.yaml:153 */
+ * from ops.yaml:3427; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

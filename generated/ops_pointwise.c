@@ -796,15 +796,25 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
     return status;
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * from ops.yaml:42; backward from derivatives.yaml:22 */
 yt_tensor *
 yt_rsub(yt_tensor *self, yt_scalar other)
+{
+    return yt_rsub_ex(self, other, yt_int(1));
+}
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * from ops.yaml:42; backward from derivatives.yaml:22 */
+yt_tensor *
+yt_rsub_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
     if (self == NULL)
         return yt__null_arg("rsub", "self"); /* keeps an earlier error */
     if ((unsigned)other.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "rsub: other has an invalid scalar kind %d", (int)other.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "rsub: alpha has an invalid scalar kind %d", (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail(
             YT_ERR_DTYPE,
@@ -828,23 +838,31 @@ yt_rsub(yt_tensor *self, yt_scalar other)
         return NULL;
     }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_rsub(result, self) != YT_OK) {
+    if (recording && yt__record_rsub(result, self, alpha) != YT_OK) {
         yt_release(result);
         return NULL;
     }
     return yt__scope_track(result);
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
  * from ops.yaml:42; backward from derivatives.yaml:22 */
 yt_status
 yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
+{
+    return yt_rsub_ex_out(out, self, other, yt_int(1));
+}
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * from ops.yaml:42; backward from derivatives.yaml:22 */
+yt_status
+yt_rsub_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
     if (out == NULL)
         return yt__null_status("rsub_out", "out"); /* keeps an earlier error */
@@ -853,6 +871,9 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
     if ((unsigned)other.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "rsub_out: other has an invalid scalar kind %d",
                                (int)other.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "rsub_out: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail_status(
             YT_ERR_DTYPE,
@@ -886,7 +907,7 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
     }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
@@ -1666,9 +1687,6 @@ yt_pow(yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "pow: exponent has an invalid scalar kind %d",
                         (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {exponent};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -1710,10 +1728,6 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {exponent};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -1771,10 +1785,6 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
     if ((unsigned)exponent.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_out: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -1816,7 +1826,7 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_tensor *
 yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 {
@@ -1824,12 +1834,16 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
         return yt__null_arg("pow", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_arg("pow", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (exponent->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "pow: exponent is on %s but self is on %s",
                         yt_device_name(exponent->device), yt_device_name(self->device));
@@ -1872,7 +1886,7 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 {
@@ -1880,14 +1894,16 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         return yt__null_status("pow_", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_status("pow_", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (exponent->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_: exponent is on %s but self is on %s",
                                yt_device_name(exponent->device), yt_device_name(self->device));
@@ -1945,7 +1961,7 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:102; backward from derivatives.yaml:45 */
+ * from ops.yaml:108; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1955,14 +1971,16 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
         return yt__null_status("pow_out", "self"); /* keeps an earlier error */
     if (exponent == NULL)
         return yt__null_status("pow_out", "exponent"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "pow_out: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -2014,7 +2032,7 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:112; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:159 */
 yt_tensor *
 yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 {
@@ -2022,9 +2040,6 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
         return yt__null_arg("pow", "exponent"); /* keeps an earlier error */
     if ((unsigned)self.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "pow: self has an invalid scalar kind %d", (int)self.kind);
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
     yt_tensor *const promote_tensors[1] = {exponent};
     const yt_scalar promote_scalars[1] = {self};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -2058,7 +2073,7 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:112; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:159 */
 yt_status
 yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 {
@@ -2069,10 +2084,6 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
     if ((unsigned)self.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "pow_out: self has an invalid scalar kind %d",
                                (int)self.kind);
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(exponent->dtype));
     if (out->device != exponent->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but exponent is on %s",
                                yt_device_name(out->device), yt_device_name(exponent->device));
@@ -2115,7 +2126,7 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:125; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:166 */
 yt_tensor *
 yt_maximum(yt_tensor *self, yt_tensor *other)
 {
@@ -2166,7 +2177,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:125; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:166 */
 yt_status
 yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2228,7 +2239,7 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:170 */
 yt_tensor *
 yt_minimum(yt_tensor *self, yt_tensor *other)
 {
@@ -2279,7 +2290,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:170 */
 yt_status
 yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2341,7 +2352,7 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_tensor *
 yt_clamp_min(yt_tensor *self, yt_scalar min)
 {
@@ -2387,7 +2398,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_status
 yt_clamp_min_(yt_tensor *self, yt_scalar min)
 {
@@ -2448,7 +2459,7 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:174 */
 yt_status
 yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 {
@@ -2506,7 +2517,7 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_tensor *
 yt_clamp_max(yt_tensor *self, yt_scalar max)
 {
@@ -2552,7 +2563,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_status
 yt_clamp_max_(yt_tensor *self, yt_scalar max)
 {
@@ -2613,7 +2624,7 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:151; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:177 */
 yt_status
 yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 {
@@ -2671,7 +2682,7 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_tensor *
 yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 {
@@ -2731,7 +2742,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 {
@@ -2807,7 +2818,7 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:159; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 {
@@ -2878,7 +2889,7 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_tensor *
 yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 {
@@ -2938,7 +2949,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 {
@@ -3014,7 +3025,7 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 {
@@ -3085,7 +3096,7 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_remainder(yt_tensor *self, yt_tensor *other)
 {
@@ -3146,7 +3157,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_status
 yt_remainder_(yt_tensor *self, yt_tensor *other)
 {
@@ -3223,7 +3234,7 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:188 */
 yt_status
 yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3295,7 +3306,7 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_tensor *
 yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3341,7 +3352,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 {
@@ -3394,7 +3405,7 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:187; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3452,7 +3463,7 @@ yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_tensor *
 yt_floor_divide(yt_tensor *self, yt_tensor *other)
 {
@@ -3507,7 +3518,7 @@ yt_floor_divide(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_status
 yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 {
@@ -3569,7 +3580,7 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:195 */
+ * from ops.yaml:202 */
 yt_status
 yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3641,7 +3652,7 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_tensor *
 yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3692,7 +3703,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_status
 yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3752,7 +3763,7 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:205; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:198 */
 yt_status
 yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3816,7 +3827,7 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_tensor *
 yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3875,7 +3886,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3951,7 +3962,7 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4024,7 +4035,7 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_tensor *
 yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4032,7 +4043,7 @@ yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_tensor *
 yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4111,7 +4122,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4119,7 +4130,7 @@ yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4205,7 +4216,7 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4213,7 +4224,7 @@ yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:228; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:207 */
 yt_status
 yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4304,7 +4315,7 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_tensor *
 yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4312,7 +4323,7 @@ yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_tensor *
 yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4385,7 +4396,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4393,7 +4404,7 @@ yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4476,7 +4487,7 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4484,7 +4495,7 @@ yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:242; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:212 */
 yt_status
 yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4571,8 +4582,914 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
     return status;
 }
 
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_tensor *
+yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("div", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_arg("div", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(YT_ERR_VALUE,
+                        "div: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                        rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "div: other is on %s but self is on %s",
+                        yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_div_tensor_mode(result, self, other, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_status
+yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_status("div_", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("div_", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div_", 2, broadcast_tensors, broadcast_names) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "div_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[2] = {self, other};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    if (recording && yt__check_inplace(self, "div_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_div_tensor_mode(self, self_before, other, rounding_mode);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:274; backward from derivatives.yaml:322 */
+yt_status
+yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const char *rounding_mode)
+{
+    if (out == NULL)
+        return yt__null_status("div_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("div_out", "self"); /* keeps an earlier error */
+    if (other == NULL)
+        return yt__null_status("div_out", "other"); /* keeps an earlier error */
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_out: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (other->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: other is on %s but self is on %s",
+                               yt_device_name(other->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, other};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = yt__dtype_div_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, other};
+    static const char *const broadcast_names[2] = {"self", "other"};
+    if (yt__broadcast_shapes(&result_shape, "div_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__div_tensor_mode_kernel_fn kernel = yt__div_tensor_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, other};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    if (self_k == NULL || other_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
+    yt__release_cast(self_k, self);
+    yt__release_cast(other_k, other);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_tensor *
+yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("div", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "div: other has an invalid scalar kind %d", (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail(YT_ERR_VALUE,
+                        "div: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                        rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "div: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "div: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_div_scalar_mode(result, self, other, rounding_mode) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_status
+yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (self == NULL)
+        return yt__null_status("div_", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "div_: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "div_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "div_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_div_scalar_mode(self, self, other, rounding_mode);
+    return status;
+}
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * from ops.yaml:294; backward from derivatives.yaml:326 */
+yt_status
+yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const char *rounding_mode)
+{
+    if (out == NULL)
+        return yt__null_status("div_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("div_out", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "div_out: other has an invalid scalar kind %d",
+                               (int)other.kind);
+    if (rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)
+        rounding_mode = "trunc";
+    else if (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)
+        rounding_mode = "floor";
+    else if (rounding_mode != NULL)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "div_out: rounding_mode must be one of 'trunc', 'floor', got '%s'",
+                               rounding_mode);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "div_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
+    yt_dtype result_dtype = yt__dtype_div_scalar_mode(self, other, rounding_mode);
+    compute_dtype = result_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__div_scalar_mode_kernel_fn kernel = yt__div_scalar_mode_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "div_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, rounding_mode);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_tensor *
+yt_clamp(yt_tensor *self)
+{
+    return yt_clamp_ex(self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_tensor *
+yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp: min has an invalid scalar kind %d", (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "clamp: max has an invalid scalar kind %d", (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp(result, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_(yt_tensor *self)
+{
+    return yt_clamp_ex_(self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: min has an invalid scalar kind %d",
+                               (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: max has an invalid scalar kind %d",
+                               (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "clamp_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp(self, self_before, min, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_clamp_ex_out(out, self, NULL, NULL);
+}
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * from ops.yaml:310; backward from derivatives.yaml:332 */
+yt_status
+yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_out", "self"); /* keeps an earlier error */
+    if (min != NULL && (unsigned)min->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_out: min has an invalid scalar kind %d",
+                               (int)min->kind);
+    if (max != NULL && (unsigned)max->kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "clamp_out: max has an invalid scalar kind %d",
+                               (int)max->kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[1] = {self};
+    yt_scalar promote_scalars[2] = {0};
+    int n_promote_scalars = 0;
+    if (min != NULL)
+        promote_scalars[n_promote_scalars++] = *min;
+    if (max != NULL)
+        promote_scalars[n_promote_scalars++] = *max;
+    yt_dtype compute_dtype =
+        yt__result_type(1, promote_tensors, n_promote_scalars, promote_scalars);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "clamp_out: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__clamp_kernel_fn kernel = yt__clamp_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min, max);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_tensor *
+yt_clamp_tensor(yt_tensor *self)
+{
+    return yt_clamp_tensor_ex(self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_tensor *
+yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_arg("clamp", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (min != NULL && min->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp: min is on %s but self is on %s",
+                        yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "clamp: max is on %s but self is on %s",
+                        yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "clamp: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, min, max};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_clamp_tensor(result, self, min, max) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_(yt_tensor *self)
+{
+    return yt_clamp_tensor_ex_(self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (self == NULL)
+        return yt__null_status("clamp_", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (min != NULL && min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE, "clamp_: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "clamp_", "self") != YT_OK)
+        return yt_errcode();
+    yt_tensor *const grad_inputs[3] = {self, min, max};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    if (recording && yt__check_inplace(self, "clamp_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_clamp_tensor(self, self_before, min, max);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_clamp_tensor_ex_out(out, self, NULL, NULL);
+}
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * from ops.yaml:327; backward from derivatives.yaml:335 */
+yt_status
+yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tensor *max)
+{
+    if (out == NULL)
+        return yt__null_status("clamp_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("clamp_out", "self"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "clamp_out: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (min != NULL && min->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: min is on %s but self is on %s",
+                               yt_device_name(min->device), yt_device_name(self->device));
+    if (max != NULL && max->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: max is on %s but self is on %s",
+                               yt_device_name(max->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[3] = {self, min, max};
+    yt_dtype compute_dtype = yt__result_type(3, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    if (!((min != NULL || max != NULL)))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "clamp_out: expected min is not None or max is not None");
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[3] = {self, min, max};
+    static const char *const broadcast_names[3] = {"self", "min", "max"};
+    if (yt__broadcast_shapes(&result_shape, "clamp_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = self->device;
+    yt__clamp_tensor_kernel_fn kernel = yt__clamp_tensor_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "clamp_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, min, max};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clamp_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "clamp_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *min_k =
+        min == NULL || min->dtype == compute_dtype ? min : yt__cast_copy(min, compute_dtype);
+    yt_tensor *max_k =
+        max == NULL || max->dtype == compute_dtype ? max : yt__cast_copy(max, compute_dtype);
+    if (self_k == NULL || (min != NULL && min_k == NULL) || (max != NULL && max_k == NULL)) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(min_k, min);
+        yt__release_cast(max_k, max);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(min_k, min);
+    yt__release_cast(max_k, max);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -4609,7 +5526,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -4652,7 +5569,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:269; backward from derivatives.yaml:49 */
+ * from ops.yaml:413; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4700,7 +5617,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -4737,7 +5654,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -4788,7 +5705,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:277; backward from derivatives.yaml:52 */
+ * from ops.yaml:421; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4836,7 +5753,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -4873,7 +5790,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -4916,7 +5833,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:286; backward from derivatives.yaml:55 */
+ * from ops.yaml:430; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -4964,7 +5881,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -4999,7 +5916,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -5040,7 +5957,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:58 */
+ * from ops.yaml:439; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5086,7 +6003,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -5123,7 +6040,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -5167,7 +6084,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:61 */
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5216,7 +6133,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -5253,7 +6170,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -5296,7 +6213,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:311; backward from derivatives.yaml:64 */
+ * from ops.yaml:455; backward from derivatives.yaml:64 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5344,7 +6261,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -5352,7 +6269,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5364,8 +6281,10 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "softplus: threshold has an invalid scalar kind %d",
                         (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "softplus: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5375,14 +6294,8 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
         return yt__fail(YT_ERR_DEVICE, "softplus: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return NULL;
-    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, beta, threshold);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -5395,7 +6308,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -5403,7 +6316,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5415,8 +6328,11 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "softplus_: threshold has an invalid scalar kind %d",
                                (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "softplus_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5431,21 +6347,14 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "softplus_") != YT_OK)
         return yt_errcode();
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return yt_errcode();
-    }
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
     if (self_before == NULL) {
-        yt__release_cast(self_k, self);
         return yt_errcode();
     }
     yt_tensor *target =
         self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, beta, threshold);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -5461,7 +6370,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5469,7 +6378,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:319; backward from derivatives.yaml:67 */
+ * from ops.yaml:463; backward from derivatives.yaml:67 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -5484,11 +6393,14 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
         return yt__fail_status(YT_ERR_VALUE,
                                "softplus_out: threshold has an invalid scalar kind %d",
                                (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "softplus_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "softplus_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_dtype compute_dtype = self->dtype;
-    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -5505,15 +6417,9 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "softplus_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    if (self_k == NULL) {
-        yt__release_cast(self_k, self);
-        return yt_errcode();
-    }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, beta, threshold);
-    yt__release_cast(self_k, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, beta, threshold);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -5525,7 +6431,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:70 */
+ * from ops.yaml:470; backward from derivatives.yaml:70 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -5555,7 +6461,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:70 */
+ * from ops.yaml:470; backward from derivatives.yaml:70 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5596,7 +6502,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:334; backward from derivatives.yaml:73 */
+ * from ops.yaml:477; backward from derivatives.yaml:73 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -5626,7 +6532,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -5661,7 +6567,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -5709,7 +6615,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:342; backward from derivatives.yaml:217 */
+ * from ops.yaml:485; backward from derivatives.yaml:217 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5755,7 +6661,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -5785,7 +6691,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -5821,7 +6727,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:350; backward from derivatives.yaml:220 */
+ * from ops.yaml:493; backward from derivatives.yaml:220 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5862,19 +6768,15 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
     if (self == NULL)
         return yt__null_arg("square", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(
-            YT_ERR_DTYPE,
-            "square: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5883,8 +6785,14 @@ yt_square(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "square: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -5897,19 +6805,15 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_status
 yt_square_(yt_tensor *self)
 {
     if (self == NULL)
         return yt__null_status("square_", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(
-            YT_ERR_DTYPE,
-            "square_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5922,14 +6826,21 @@ yt_square_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "square_") != YT_OK)
         return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
     if (self_before == NULL) {
+        yt__release_cast(self_k, self);
         return yt_errcode();
     }
     yt_tensor *target =
         self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -5945,7 +6856,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:357; backward from derivatives.yaml:223 */
+ * from ops.yaml:500; backward from derivatives.yaml:223 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5953,16 +6864,12 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
         return yt__null_status("square_out", "out"); /* keeps an earlier error */
     if (self == NULL)
         return yt__null_status("square_out", "self"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(
-            YT_ERR_DTYPE,
-            "square_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "square_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_dtype compute_dtype = self->dtype;
-    yt_dtype result_dtype = compute_dtype;
+    yt_dtype result_dtype = yt__dtype_square(self);
+    compute_dtype = result_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
     yt_device result_device = self->device;
@@ -5978,9 +6885,15 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "square_out", "out") !=
         YT_OK)
         return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
     yt_tensor *target =
         out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -5992,7 +6905,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -6029,7 +6942,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -6073,7 +6986,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:364; backward from derivatives.yaml:226 */
+ * from ops.yaml:509; backward from derivatives.yaml:226 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6122,7 +7035,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -6159,7 +7072,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -6202,7 +7115,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:229 */
+ * from ops.yaml:518; backward from derivatives.yaml:229 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6250,7 +7163,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -6287,7 +7200,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -6330,7 +7243,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:382; backward from derivatives.yaml:232 */
+ * from ops.yaml:527; backward from derivatives.yaml:232 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6378,7 +7291,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -6415,7 +7328,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -6466,7 +7379,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:390; backward from derivatives.yaml:235 */
+ * from ops.yaml:535; backward from derivatives.yaml:235 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6514,7 +7427,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -6551,7 +7464,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -6602,7 +7515,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:399; backward from derivatives.yaml:238 */
+ * from ops.yaml:544; backward from derivatives.yaml:238 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6650,7 +7563,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -6687,7 +7600,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -6738,7 +7651,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:408; backward from derivatives.yaml:241 */
+ * from ops.yaml:553; backward from derivatives.yaml:241 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6786,7 +7699,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -6823,7 +7736,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -6874,7 +7787,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:416; backward from derivatives.yaml:244 */
+ * from ops.yaml:561; backward from derivatives.yaml:244 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6922,7 +7835,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -6959,7 +7872,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -7010,7 +7923,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:424; backward from derivatives.yaml:247 */
+ * from ops.yaml:569; backward from derivatives.yaml:247 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7058,7 +7971,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -7093,7 +8006,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -7134,7 +8047,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:250 */
+ * from ops.yaml:577; backward from derivatives.yaml:250 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7180,7 +8093,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -7215,7 +8128,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -7256,7 +8169,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:253 */
+ * from ops.yaml:584; backward from derivatives.yaml:253 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7302,7 +8215,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -7337,7 +8250,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -7378,7 +8291,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:446; backward from derivatives.yaml:256 */
+ * from ops.yaml:591; backward from derivatives.yaml:256 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7424,7 +8337,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -7459,7 +8372,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -7500,7 +8413,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:453; backward from derivatives.yaml:259 */
+ * from ops.yaml:598; backward from derivatives.yaml:259 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7546,7 +8459,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -7554,7 +8467,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7590,7 +8503,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -7598,7 +8511,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7650,7 +8563,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7658,7 +8571,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:262 */
+ * from ops.yaml:605; backward from derivatives.yaml:262 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -7708,7 +8621,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -7716,7 +8629,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7757,7 +8670,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -7765,7 +8678,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -7822,7 +8735,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7830,7 +8743,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:479; backward from derivatives.yaml:269 */
+ * from ops.yaml:624; backward from derivatives.yaml:269 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -7886,7 +8799,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -7919,7 +8832,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -7966,7 +8879,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:276 */
+ * from ops.yaml:643; backward from derivatives.yaml:276 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8011,7 +8924,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:505 */
+ * from ops.yaml:650 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -8042,7 +8955,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:514 */
+ * from ops.yaml:659 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -8072,8 +8985,327 @@ yt_isfinite(yt_tensor *self)
     return yt__scope_track(result);
 }
 
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_tensor *
+yt_gelu(yt_tensor *self)
+{
+    return yt_gelu_ex(self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_tensor *
+yt_gelu_ex(yt_tensor *self, const char *approximate)
+{
+    if (self == NULL)
+        return yt__null_arg("gelu", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail(YT_ERR_VALUE, "gelu: approximate must be one of 'none', 'tanh', got '%s'",
+                        approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "gelu: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "gelu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, approximate);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_gelu(result, self, approximate) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_(yt_tensor *self)
+{
+    return yt_gelu_ex_(self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_ex_(yt_tensor *self, const char *approximate)
+{
+    if (self == NULL)
+        return yt__null_status("gelu_", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail_status(YT_ERR_VALUE,
+                               "gelu_: approximate must be one of 'none', 'tanh', got '%s'",
+                               approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "gelu_: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "gelu_", "self") != YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "gelu_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, approximate);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_gelu(self, self_before, approximate);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_gelu_ex_out(out, self, NULL);
+}
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * from ops.yaml:668; backward from derivatives.yaml:362 */
+yt_status
+yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
+{
+    if (out == NULL)
+        return yt__null_status("gelu_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("gelu_out", "self"); /* keeps an earlier error */
+    if (approximate == NULL)
+        approximate = "none";
+    else if (strcmp(approximate, "none") == 0)
+        approximate = "none";
+    else if (strcmp(approximate, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return yt__fail_status(YT_ERR_VALUE,
+                               "gelu_out: approximate must be one of 'none', 'tanh', got '%s'",
+                               approximate);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "gelu_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__gelu_kernel_fn kernel = yt__gelu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "gelu_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "gelu_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "gelu_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, approximate);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_tensor *
+yt_nan_to_num(yt_tensor *self)
+{
+    return yt_nan_to_num_ex(self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_tensor *
+yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
+{
+    if (self == NULL)
+        return yt__null_arg("nan_to_num", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "nan_to_num: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, nan, posinf, neginf);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_nan_to_num(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_(yt_tensor *self)
+{
+    return yt_nan_to_num_ex_(self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
+{
+    if (self == NULL)
+        return yt__null_status("nan_to_num_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "nan_to_num_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "nan_to_num_") != YT_OK)
+        return yt_errcode();
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, nan, posinf, neginf);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_nan_to_num(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
+{
+    return yt_nan_to_num_ex_out(out, self, NULL, NULL, NULL);
+}
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * from ops.yaml:706; backward from derivatives.yaml:369 */
+yt_status
+yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
+                     const double *neginf)
+{
+    if (out == NULL)
+        return yt__null_status("nan_to_num_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("nan_to_num_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__nan_to_num_kernel_fn kernel = yt__nan_to_num_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "nan_to_num_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "nan_to_num_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "nan_to_num_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, nan, posinf, neginf);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:525 */
+ * from ops.yaml:721 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -8116,7 +9348,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:525 */
+ * from ops.yaml:721 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8177,7 +9409,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:535 */
+ * from ops.yaml:731 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8211,7 +9443,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:535 */
+ * from ops.yaml:731 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8263,7 +9495,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:544 */
+ * from ops.yaml:740 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -8306,7 +9538,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:544 */
+ * from ops.yaml:740 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8367,7 +9599,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:554 */
+ * from ops.yaml:750 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8401,7 +9633,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:554 */
+ * from ops.yaml:750 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8453,7 +9685,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:563 */
+ * from ops.yaml:759 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -8496,7 +9728,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:563 */
+ * from ops.yaml:759 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8557,7 +9789,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:769 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8591,7 +9823,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:769 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8643,7 +9875,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:94 */
+ * from ops.yaml:778; backward from derivatives.yaml:94 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8702,7 +9934,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:94 */
+ * from ops.yaml:778; backward from derivatives.yaml:94 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -8771,7 +10003,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:791 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -8814,7 +10046,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:791 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -8875,7 +10107,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:605 */
+ * from ops.yaml:801 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -8909,7 +10141,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:605 */
+ * from ops.yaml:801 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -8961,7 +10193,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:614 */
+ * from ops.yaml:810 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -9004,7 +10236,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:614 */
+ * from ops.yaml:810 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9065,7 +10297,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:624 */
+ * from ops.yaml:820 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9099,7 +10331,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:624 */
+ * from ops.yaml:820 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9151,7 +10383,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:633 */
+ * from ops.yaml:829 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -9194,7 +10426,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:633 */
+ * from ops.yaml:829 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9255,7 +10487,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:643 */
+ * from ops.yaml:839 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9289,7 +10521,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:643 */
+ * from ops.yaml:839 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9341,7 +10573,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:652 */
+ * from ops.yaml:848 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -9386,7 +10618,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:652 */
+ * from ops.yaml:848 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9448,7 +10680,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:662 */
+ * from ops.yaml:858 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -9493,7 +10725,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:662 */
+ * from ops.yaml:858 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9555,7 +10787,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:868 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -9600,7 +10832,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:868 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9662,7 +10894,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:682 */
+ * from ops.yaml:878 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -9693,7 +10925,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:682 */
+ * from ops.yaml:878 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9741,7 +10973,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:691; backward from derivatives.yaml:315 */
+ * from ops.yaml:887; backward from derivatives.yaml:315 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9786,7 +11018,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:691; backward from derivatives.yaml:315 */
+ * from ops.yaml:887; backward from derivatives.yaml:315 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -9838,7 +11070,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:318 */
+ * from ops.yaml:900; backward from derivatives.yaml:318 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -9891,7 +11123,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:318 */
+ * from ops.yaml:900; backward from derivatives.yaml:318 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

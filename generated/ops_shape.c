@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:1347; backward from derivatives.yaml:117 */
+ * from ops.yaml:1543; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:1360; backward from derivatives.yaml:120 */
+ * from ops.yaml:1556; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1371; backward from derivatives.yaml:123 */
+ * from ops.yaml:1567; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1384; backward from derivatives.yaml:126 */
+ * from ops.yaml:1580; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:1394 */
+ * from ops.yaml:1590 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -124,7 +124,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1404; backward from derivatives.yaml:129 */
+ * from ops.yaml:1600; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +146,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:1414; backward from derivatives.yaml:132 */
+ * from ops.yaml:1610; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +164,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:1423; backward from derivatives.yaml:135 */
+ * from ops.yaml:1619; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +184,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:1434; backward from derivatives.yaml:138 */
+ * from ops.yaml:1630; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +204,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1445; backward from derivatives.yaml:141 */
+ * from ops.yaml:1641; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +212,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1445; backward from derivatives.yaml:141 */
+ * from ops.yaml:1641; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +234,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:1459; backward from derivatives.yaml:144 */
+ * from ops.yaml:1655; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +254,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:1470 */
+ * from ops.yaml:1666 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {
@@ -267,7 +267,7 @@ yt_contiguous(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1479 */
+ * from ops.yaml:1675 */
 yt_tensor *
 yt_flatten(yt_tensor *self)
 {
@@ -275,7 +275,7 @@ yt_flatten(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1479 */
+ * from ops.yaml:1675 */
 yt_tensor *
 yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 {
@@ -296,7 +296,7 @@ yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 }
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
- * from ops.yaml:1496 */
+ * from ops.yaml:1692 */
 yt_tensor *
 yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 {
@@ -320,7 +320,7 @@ yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 }
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1514 */
+ * from ops.yaml:1710 */
 yt_tensor *
 yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -337,7 +337,7 @@ yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
- * from ops.yaml:1526 */
+ * from ops.yaml:1722 */
 yt_tensor *
 yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 {
@@ -357,7 +357,7 @@ yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 }
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
- * from ops.yaml:1544 */
+ * from ops.yaml:1740 */
 yt_tensor *
 yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 {
@@ -379,7 +379,7 @@ yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1561; backward from derivatives.yaml:401 */
+ * from ops.yaml:1757; backward from derivatives.yaml:452 */
 yt_tensor *
 yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -419,7 +419,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1575; backward from derivatives.yaml:404 */
+ * from ops.yaml:1771; backward from derivatives.yaml:455 */
 yt_tensor *
 yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 {
@@ -427,7 +427,7 @@ yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1575; backward from derivatives.yaml:404 */
+ * from ops.yaml:1771; backward from derivatives.yaml:455 */
 yt_tensor *
 yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
            int dims_len)
@@ -476,7 +476,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1600; backward from derivatives.yaml:407 */
+ * from ops.yaml:1796; backward from derivatives.yaml:458 */
 yt_tensor *
 yt_tril(yt_tensor *self)
 {
@@ -484,7 +484,7 @@ yt_tril(yt_tensor *self)
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1600; backward from derivatives.yaml:407 */
+ * from ops.yaml:1796; backward from derivatives.yaml:458 */
 yt_tensor *
 yt_tril_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -516,7 +516,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1616; backward from derivatives.yaml:410 */
+ * from ops.yaml:1812; backward from derivatives.yaml:461 */
 yt_tensor *
 yt_triu(yt_tensor *self)
 {
@@ -524,7 +524,7 @@ yt_triu(yt_tensor *self)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1616; backward from derivatives.yaml:410 */
+ * from ops.yaml:1812; backward from derivatives.yaml:461 */
 yt_tensor *
 yt_triu_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -556,7 +556,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1632 */
+ * from ops.yaml:1828 */
 yt_tensor *
 yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 {
@@ -564,7 +564,7 @@ yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1632 */
+ * from ops.yaml:1828 */
 yt_tensor *
 yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
 {
@@ -592,7 +592,7 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1651; backward from derivatives.yaml:413 */
+ * from ops.yaml:1847; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_cat(yt_tensor *const *tensors, int tensors_len)
 {
@@ -600,7 +600,7 @@ yt_cat(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1651; backward from derivatives.yaml:413 */
+ * from ops.yaml:1847; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -643,7 +643,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1651; backward from derivatives.yaml:413 */
+ * from ops.yaml:1847; backward from derivatives.yaml:464 */
 yt_status
 yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 {
@@ -651,7 +651,7 @@ yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1651; backward from derivatives.yaml:413 */
+ * from ops.yaml:1847; backward from derivatives.yaml:464 */
 yt_status
 yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -710,7 +710,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1674 */
+ * from ops.yaml:1870 */
 yt_tensor *
 yt_stack(yt_tensor *const *tensors, int tensors_len)
 {
@@ -718,7 +718,7 @@ yt_stack(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1674 */
+ * from ops.yaml:1870 */
 yt_tensor *
 yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -743,7 +743,7 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1687 */
+ * from ops.yaml:1883 */
 int64_t
 yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
 {
@@ -751,7 +751,7 @@ yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capac
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1687 */
+ * from ops.yaml:1883 */
 int64_t
 yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -773,7 +773,7 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1700 */
+ * from ops.yaml:1896 */
 int64_t
 yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 {
@@ -781,7 +781,7 @@ yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1700 */
+ * from ops.yaml:1896 */
 int64_t
 yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -803,7 +803,7 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1713 */
+ * from ops.yaml:1909 */
 int64_t
 yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 {
@@ -811,7 +811,7 @@ yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1713 */
+ * from ops.yaml:1909 */
 int64_t
 yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {

@@ -218,6 +218,13 @@ YT_INTERNAL yt_dtype yt__dtype_factory(yt_dtype dtype);
 /* Result dtype of arange: `dtype` when given, else i64 when all three are integers, else f32. */
 YT_INTERNAL yt_dtype yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step,
                                       yt_dtype dtype);
+/* Result dtypes of pointwise ops (kernels/cpu/pointwise_math.c), which compute in them: square
+ * (bool gives i64, as pow(self, 2)), and div with a rounding mode (floating only when None). */
+YT_INTERNAL yt_dtype yt__dtype_square(yt_tensor *self);
+YT_INTERNAL yt_dtype yt__dtype_div_mode(yt_tensor *self, yt_tensor *other,
+                                        const char *rounding_mode);
+YT_INTERNAL yt_dtype yt__dtype_div_scalar_mode(yt_tensor *self, yt_scalar other,
+                                               const char *rounding_mode);
 
 /* Creation rules (kernels/cpu/factory_rules.c). */
 /* Result dtype of full: `dtype` when given, else bool, i64 or f32 after fill_value's kind. */

@@ -4,13 +4,17 @@
  * broadcast), drops size-1 dims, orders the dims so the one with the smallest strides is
  * innermost (PyTorch's TensorIterator rule), and merges dims that are laid out one after the
  * other. Contiguous operands collapse to a single dim and `loop` runs once over everything;
- * otherwise `loop` runs once per innermost row. Above YT_PARALLEL_GRAIN elements the flat range
+ * otherwise `loop` runs once per innermost row, or per row of a tile when an operand is
+ * transposed against the others (see run_tiles). Above YT_PARALLEL_GRAIN elements the flat range
  * is split across OpenMP threads, each starting mid-row where its share begins.
  *
  * Everything lives on the stack: no allocation, and per row only the loop call and an
  * odometer step. */
 #include <omp.h>
 #include <stdio.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <string.h>
 
 #include "internal.h"
@@ -23,6 +27,7 @@ typedef struct iter {
     int64_t sizes[YT_MAX_DIM];                 /* innermost first */
     int64_t strides[YT_MAX_DIM][MAX_OPERANDS]; /* bytes, innermost first */
     char *base[MAX_OPERANDS];
+    int64_t esize[MAX_OPERANDS]; /* element size in bytes */
 } iter;
 
 /* PyTorch's should_swap: > 0 when dim `a` (now inner of the two) should move outward because
@@ -141,6 +146,250 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
     }
 }
 
+/* ---------------------------------------------------------------- tiled traversal
+ *
+ * When an input is laid out along dim 1 while the output runs along dim 0 (a transposed
+ * input), a row of dim 0 reads one cache line, on its own page, per element, and the loop
+ * cannot take its contiguous (vectorised) path: 0.26x of contiguous before this. Instead the
+ * two inner dims are walked in strips of one cache line's worth of rows (16 for 4-byte
+ * elements), cut along dim 0 into tiles of at most PACK_BYTES per operand (whole rows up to
+ * 1024 f32 elements): each transposed input's tile is first copied into a row-major buffer,
+ * reading it along its own contiguous dim (8 x 8 blocks transposed in registers for 4- and
+ * 8-byte elements) and prefetching the line the next strip reads; the loop then runs over the
+ * tile's rows with every operand contiguous. The other operands stream through the strip's
+ * rows, which are adjacent in memory. Work is split across threads by strips. */
+
+enum { LINE = 64, MAX_PACKED = 2, PACK_BYTES = 65536 };
+
+/* Whether input k is transposed against the output: contiguous along dim 1, not dim 0 (and
+ * not broadcast along dim 0, which the loops handle directly). */
+static bool
+transposed_input(const iter *it, int k)
+{
+    return k > 0 && it->strides[1][k] == it->esize[k] && it->strides[0][k] != it->esize[k] &&
+           it->strides[0][k] != 0;
+}
+
+static bool
+wants_tiles(const iter *it)
+{
+    if (it->dim < 2 || it->sizes[0] < 8 || it->sizes[1] < 8)
+        return false;
+    for (int k = 1; k < it->n_ops; k++)
+        if (transposed_input(it, k))
+            return true;
+    return false;
+}
+
+/* Copies rows x n elements of size es, element (i, j) at src + i * s1 + j * s0, into dst in
+ * row-major order; src is contiguous along i (s1 == es). Reads run along i. */
+#define DEFINE_PACK(T)                                                                             \
+    static void pack_##T(char *dst, const char *src, int64_t rows, int64_t n, int64_t s0,          \
+                         int64_t j)                                                                \
+    {                                                                                              \
+        T *d = (T *)dst;                                                                           \
+        for (; j < n; j++) {                                                                       \
+            const T *col = (const T *)(src + j * s0);                                              \
+            __builtin_prefetch((const char *)col + 64);                                            \
+            for (int64_t i = 0; i < rows; i++)                                                     \
+                d[i * n + j] = col[i];                                                             \
+        }                                                                                          \
+    }
+DEFINE_PACK(uint8_t)
+DEFINE_PACK(uint16_t)
+DEFINE_PACK(uint32_t)
+DEFINE_PACK(uint64_t)
+
+#ifdef __AVX2__
+/* 8 x 8 blocks of 4-byte elements: 8 loads along i, an in-register transpose, 8 stores along j.
+ * Shuffles only, so every bit pattern (NaN payloads, integers) is copied exactly. */
+static int64_t
+pack8x8_32(char *dst, const char *src, int64_t n, int64_t s0)
+{
+    float *d = (float *)dst;
+    int64_t j = 0;
+#define LOAD(k)     _mm256_loadu_ps((const float *)(src + (j + k) * s0))
+#define STORE(i, v) _mm256_storeu_ps(d + (i)*n + j, v)
+    for (; j + 8 <= n; j += 8) {
+        for (int k = 0; k < 8; k++)
+            _mm_prefetch(src + (j + k) * s0 + 64, _MM_HINT_T0);
+        __m256 r0 = LOAD(0), r1 = LOAD(1), r2 = LOAD(2), r3 = LOAD(3);
+        __m256 r4 = LOAD(4), r5 = LOAD(5), r6 = LOAD(6), r7 = LOAD(7);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        STORE(0, _mm256_permute2f128_ps(u0, u4, 0x20));
+        STORE(1, _mm256_permute2f128_ps(u1, u5, 0x20));
+        STORE(2, _mm256_permute2f128_ps(u2, u6, 0x20));
+        STORE(3, _mm256_permute2f128_ps(u3, u7, 0x20));
+        STORE(4, _mm256_permute2f128_ps(u0, u4, 0x31));
+        STORE(5, _mm256_permute2f128_ps(u1, u5, 0x31));
+        STORE(6, _mm256_permute2f128_ps(u2, u6, 0x31));
+        STORE(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+#undef LOAD
+#undef STORE
+    return j;
+}
+
+/* 4 x 4 blocks of 8-byte elements, for rows 0..3 and 4..7 in turn. */
+static int64_t
+pack8x8_64(char *dst, const char *src, int64_t n, int64_t s0)
+{
+    double *d = (double *)dst;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        for (int h = 0; h < 8; h += 4) {
+            __m256d r[4];
+            for (int k = 0; k < 4; k++) {
+                r[k] = _mm256_loadu_pd((const double *)(src + (j + k) * s0) + h);
+                _mm_prefetch(src + (j + k) * s0 + 64 + 8 * h, _MM_HINT_T0);
+            }
+            __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+            __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+            _mm256_storeu_pd(d + (h + 0) * n + j, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_storeu_pd(d + (h + 1) * n + j, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_storeu_pd(d + (h + 2) * n + j, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_storeu_pd(d + (h + 3) * n + j, _mm256_permute2f128_pd(t1, t3, 0x31));
+        }
+    }
+    return j;
+}
+#endif
+
+static void
+pack(char *dst, const char *src, int64_t rows, int64_t n, int64_t s0, int64_t es)
+{
+    switch (es) {
+    case 1:
+        pack_uint8_t(dst, src, rows, n, s0, 0);
+        return;
+    case 2:
+        pack_uint16_t(dst, src, rows, n, s0, 0);
+        return;
+    default:
+        break;
+    }
+#ifdef __AVX2__
+    if (rows % 8 == 0) {
+        for (int64_t h = 0; h < rows; h += 8) {
+            char *d = dst + h * n * es;
+            const char *sr = src + h * es;
+            int64_t j = es == 4 ? pack8x8_32(d, sr, n, s0) : pack8x8_64(d, sr, n, s0);
+            if (es == 4)
+                pack_uint32_t(d, sr, 8, n, s0, j);
+            else
+                pack_uint64_t(d, sr, 8, n, s0, j);
+        }
+        return;
+    }
+#endif
+    if (es == 4)
+        pack_uint32_t(dst, src, rows, n, s0, 0);
+    else
+        pack_uint64_t(dst, src, rows, n, s0, 0);
+}
+
+/* Rows per strip: one cache line of each packed input's columns (8 of 8-byte elements, 16 of
+ * 4-byte ones...), so a strip uses every line of the packed tile it reads. */
+static int64_t
+strip_rows(const iter *it)
+{
+    int64_t es = 1;
+    for (int k = 1, n = 0; k < it->n_ops && n < MAX_PACKED; k++)
+        if (transposed_input(it, k)) {
+            n++;
+            es = it->esize[k] > es ? it->esize[k] : es;
+        }
+    return LINE / es;
+}
+
+/* Runs strips [begin, end) of `height` rows (of dim 1), every outer index included: strip q
+ * is rows [(q % strips1) * height, ...) of outer index q / strips1. */
+static void
+run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const void *ctx)
+{
+    static _Thread_local _Alignas(64) char buffers[MAX_PACKED][PACK_BYTES];
+    const int64_t n0 = it->sizes[0], n1 = it->sizes[1], height = strip_rows(it);
+    const int64_t strips1 = (n1 + height - 1) / height;
+    const int64_t *s0 = it->strides[0], *s1 = it->strides[1];
+    int packed[MAX_OPERANDS], n_packed = 0;
+    int64_t stride[MAX_OPERANDS], width = n0;
+    for (int k = 0; k < it->n_ops; k++) {
+        packed[k] = -1;
+        stride[k] = s0[k];
+        if (n_packed < MAX_PACKED && transposed_input(it, k)) {
+            packed[k] = n_packed++;
+            stride[k] = it->esize[k];
+            int64_t fits = PACK_BYTES / (height * it->esize[k]);
+            if (width > fits)
+                width = fits;
+        }
+    }
+    /* equal tiles across the row, each a multiple of 8 elements wide */
+    int64_t n_tiles = (n0 + width - 1) / width;
+    width = ((n0 + n_tiles - 1) / n_tiles + 7) / 8 * 8;
+    char *data[MAX_OPERANDS], *strip[MAX_OPERANDS];
+    for (int64_t q = begin; q < end; q++) {
+        int64_t outer = q / strips1, i0 = (q % strips1) * height;
+        int64_t rows = n1 - i0 < height ? n1 - i0 : height;
+        for (int k = 0; k < it->n_ops; k++)
+            strip[k] = it->base[k] + i0 * s1[k];
+        for (int d = 2; d < it->dim; d++) {
+            int64_t idx = outer % it->sizes[d];
+            outer /= it->sizes[d];
+            for (int k = 0; k < it->n_ops; k++)
+                strip[k] += idx * it->strides[d][k];
+        }
+        for (int64_t j0 = 0; j0 < n0; j0 += width) {
+            int64_t n = n0 - j0 < width ? n0 - j0 : width;
+            for (int k = 0; k < it->n_ops; k++)
+                if (packed[k] >= 0)
+                    pack(buffers[packed[k]], strip[k] + j0 * s0[k], rows, n, s0[k], it->esize[k]);
+            for (int64_t i = 0; i < rows; i++) {
+                for (int k = 0; k < it->n_ops; k++)
+                    data[k] = packed[k] >= 0 ? buffers[packed[k]] + i * n * it->esize[k]
+                                             : strip[k] + i * s1[k] + j0 * s0[k];
+                loop(data, stride, n, ctx);
+            }
+        }
+    }
+}
+
+static void
+run_tiled(const iter *it, int64_t numel, yt__loop_fn loop, const void *ctx)
+{
+    const int64_t height = strip_rows(it);
+    int64_t strips = numel / it->sizes[0] / it->sizes[1] * ((it->sizes[1] + height - 1) / height);
+    int n_threads = 1;
+    if (numel > YT_PARALLEL_GRAIN && !omp_in_parallel()) {
+        int64_t want = (numel + YT_PARALLEL_GRAIN - 1) / YT_PARALLEL_GRAIN;
+        int max = omp_get_max_threads();
+        n_threads = want < max ? (int)want : max;
+        if (n_threads > strips)
+            n_threads = (int)strips;
+    }
+    if (n_threads <= 1) {
+        run_tiles(it, 0, strips, loop, ctx);
+        return;
+    }
+#pragma omp parallel num_threads(n_threads)
+    {
+        int n = omp_get_num_threads();
+        int tid = omp_get_thread_num();
+        int64_t chunk = (strips + n - 1) / n;
+        int64_t begin = chunk * tid;
+        int64_t end = begin + chunk < strips ? begin + chunk : strips;
+        if (begin < end)
+            run_tiles(it, begin, end, loop, ctx);
+    }
+}
+
 /* Callers check broadcastability; reaching this is a bug in the caller. */
 static yt_status
 broadcast_error(const yt_tensor *out, int n_in, yt_tensor *const *in)
@@ -182,6 +431,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         if (t->dim > ndim)
             return broadcast_error(out, n_in, in);
         it.base[k] = yt__data_ptr(t);
+        it.esize[k] = (int64_t)yt_dtype_size(t->dtype);
     }
 
     /* Per-operand byte strides in out's dims, innermost first; size-1 dims dropped. */
@@ -226,6 +476,10 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
     }
 
     int64_t numel = out->numel;
+    if (wants_tiles(&it)) {
+        run_tiled(&it, numel, loop, ctx);
+        return YT_OK;
+    }
     int n_threads = 1;
     if (numel > YT_PARALLEL_GRAIN && !omp_in_parallel()) {
         int64_t want = (numel + YT_PARALLEL_GRAIN - 1) / YT_PARALLEL_GRAIN;

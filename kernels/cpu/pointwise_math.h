@@ -41,7 +41,7 @@ double erf(double) YT_PW_SIMD;
 double pow(double, double) YT_PW_SIMD;
 #endif
 
-#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN)                                             \
+#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN, TRUNC)                                      \
     static inline T yt__pw_abs_##S(T a)                                                            \
     {                                                                                              \
         return FABS(a);                                                                            \
@@ -77,13 +77,14 @@ double pow(double, double) YT_PW_SIMD;
         T fl = FLOOR(div);                                                                         \
         return div - fl > (T)0.5 ? fl + 1 : fl;                                                    \
     }                                                                                              \
-    static inline T yt__pw_ipow_##S(T a, T b)                                                      \
+    /* div(rounding_mode="trunc") on floats: the quotient rounded toward zero. */                  \
+    static inline T yt__pw_trunc_divide_##S(T a, T b)                                              \
     {                                                                                              \
-        return (T)pow((double)a, (double)b);                                                       \
+        return TRUNC(a / b);                                                                       \
     }
 
-YT_PW_FLOAT(float, f, fmodf, floorf, fabsf, copysignf)
-YT_PW_FLOAT(double, d, fmod, floor, fabs, copysign)
+YT_PW_FLOAT(float, f, fmodf, floorf, fabsf, copysignf, truncf)
+YT_PW_FLOAT(double, d, fmod, floor, fabs, copysign, trunc)
 
 /* Integers: wrap-around arithmetic as in PyTorch (computed unsigned, so never undefined). */
 #define YT_PW_INT(T, U, S)                                                                         \
@@ -166,6 +167,22 @@ yt__pw_sign_b(bool a)
 {
     return a;
 }
+
+/* YT_OK when the number `s` converts to `dtype` without overflow, as PyTorch's Scalar::to<T>()
+ * (c10::overflows): bool takes anything; a float must lie within the dtype's finite range (inf
+ * and NaN only into floating dtypes); an integer into u8 may be negative down to -255 (it wraps,
+ * as two's complement). Otherwise YT_ERR_VALUE naming the op and the argument. */
+YT_INTERNAL yt_status yt__pw_check_scalar(const char *op, const char *name, yt_scalar s,
+                                          yt_dtype dtype);
+
+/* yt__pw_check_scalar plus PyTorch's alpha_check: a float alpha only for floating dtypes, a
+ * bool alpha only for bool. */
+YT_INTERNAL yt_status yt__pw_check_alpha(const char *op, const char *name, yt_scalar s,
+                                         yt_dtype dtype);
+
+/* True when the number `s` is 0 once converted to the integral `dtype` (256 is 0 in u8), the
+ * divisor check of integer division by a number. */
+YT_INTERNAL bool yt__pw_scalar_is_zero(yt_scalar s, yt_dtype dtype);
 
 /* True when any element of the integral tensor `t` is 0 (the divisor check of integer
  * division and remainder). */

@@ -60,7 +60,7 @@ def test_selection_comparison_and_calls(expr, dtype, c):
 
 @pytest.mark.parametrize("expr, message", [
     ("self +", "pointwise expression: syntax error: invalid syntax"),
-    ("self * x", "pointwise expression 'self * x': 'x' is not a Tensor or Scalar argument"),
+    ("self * x", "pointwise expression 'self * x': 'x' is not a Tensor, Scalar or float argument"),
     ("self ** 2", "pointwise expression 'self ** 2': unsupported operator Pow"),
     ("self // 2", "pointwise expression 'self // 2': unsupported operator FloorDiv"),
     ("0 < self < 1", "pointwise expression '0 < self < 1': only single comparisons are supported"),
@@ -68,7 +68,10 @@ def test_selection_comparison_and_calls(expr, dtype, c):
     ("exp(self, 2)", "pointwise expression 'exp(self, 2)': exp takes 1 argument(s)"),
     ("self.real", "pointwise expression 'self.real': unsupported syntax 'self.real'"),
     ("~self", "pointwise expression '~self': unsupported syntax '~self'"),
-    ("self is self", "pointwise expression 'self is self': only single comparisons are supported"),
+    ("self is self", "pointwise expression 'self is self': 'is' only compares an optional argument with None"),
+    ("self is None", "pointwise expression 'self is None': 'is' only compares an optional argument with None"),
+    ("self == 'x'", "pointwise expression 'self == 'x'': a string is only compared (== or !=) with a str argument"),
+    ("checked(self)", "pointwise expression 'checked(self)': checked() takes a Scalar argument"),
     ("self * True", "pointwise expression 'self * True': unsupported constant True"),
     ("self[0]", "pointwise expression 'self[0]': unsupported syntax 'self[0]'"),
 ])
@@ -79,7 +82,7 @@ def test_rejected_syntax_is_reported_at_the_pointwise_line(expr, message):
 def test_an_int_argument_is_not_an_operand():
     op = pointwise_op("self * n", "f(Tensor self, int n) -> Tensor")
     assert spec_error(PointwiseExpr, op) == \
-        "ops.yaml:4: f: pointwise expression 'self * n': 'n' is not a Tensor or Scalar argument"
+        "ops.yaml:4: f: pointwise expression 'self * n': 'n' is not a Tensor, Scalar or float argument"
 
 
 @pytest.mark.parametrize("expr, dtype, message", [
@@ -130,3 +133,78 @@ def test_scalars_are_converted_once_per_loop():
     f32 = [loop for loop in k["loops"] if loop["dtype"] == "f32"][0]
     assert i64["scalar_lines"] == ["const int64_t alpha = (int64_t)scalars[0].i;"]
     assert f32["scalar_lines"] == ["const float alpha = (float)scalars[0].f;"]
+
+
+# ---------------------------------------------------------------- optional and str arguments
+
+CLAMP = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"
+
+
+def test_an_optional_argument_is_tested_with_a_loop_flag():
+    e = PointwiseExpr(pointwise_op("self if min is None else maximum(self, checked(min))", CLAMP,
+                                   "  promote: [self, min, max]\n"))
+    assert e.render("f32") == "(!min_given) ? self : yt__pw_maximum_f(self, min)"
+    assert e.used == {"self", "min", "min_given"}
+    assert e.given_flags() == ["min"] and e.checked == [("min", False)]
+
+
+def test_each_str_choice_gets_its_own_loop_variant():
+    schema = "gelu(Tensor self, *, str approximate='none') -> Tensor"
+    e = PointwiseExpr(pointwise_op("tanh(self) if approximate == 'tanh' else erf(self)", schema,
+                                   "  choices: {approximate: [none, tanh]}\n"))
+    assert e.variants() == [{"approximate": "none"}, {"approximate": "tanh"}]
+    assert e.render("f32", {"approximate": "none"}) == "erff(self)"
+    assert e.render("f64", {"approximate": "tanh"}) == "tanh(self)"
+
+
+def test_an_optional_str_has_a_none_variant():
+    schema = "div(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"
+    expr = ("self / other if rounding_mode is None else "
+            "(trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))")
+    op = pointwise_op(expr, schema, BROADCAST + "  choices: {rounding_mode: [trunc, floor]}\n")
+    e = PointwiseExpr(op)
+    assert e.variants() == [{"rounding_mode": None}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}]
+    assert e.render("f32", {"rounding_mode": None}) == "self / other"
+    assert e.render("i32", {"rounding_mode": "floor"}) == "yt__pw_floor_divide_i32(self, other)"
+    k = OpLowering(op, registry([op])).pointwise_kernel()
+    conds = {c["enum"]: [v["cond"] for v in c["variants"]] for c in k["cases"]}
+    trunc = '(rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0)'
+    floor = '(rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0)'
+    assert conds["YT_DTYPE_F32"] == ["rounding_mode == NULL", trunc, floor]
+    assert conds["YT_DTYPE_I32"] == [trunc, floor]  # integers have no true division
+
+
+def test_variants_with_the_same_loop_share_it():
+    schema = "f(Tensor self, *, str? mode) -> Tensor"
+    k = kernel("self if mode is None else 0", "  choices: {mode: [a, b]}\n", schema)
+    f64 = [c for c in k["cases"] if c["enum"] == "YT_DTYPE_F64"][0]
+    assert [v["cond"] for v in f64["variants"]] == [
+        "mode == NULL", '(mode != NULL && strcmp(mode, "a") == 0) || (mode != NULL && strcmp(mode, "b") == 0)']
+
+
+def test_integer_pow_and_dtype_limits():
+    e = PointwiseExpr(pointwise_op("pow(self, self)"))
+    assert e.render("i16") == "yt__pw_ipow_i16(self, self)"
+    assert e.render("u8") == "yt__pw_ipow_i32(self, self)"
+    assert e.render("f32") == "powf(self, self)"
+    assert PointwiseExpr(pointwise_op("dtype_max()")).render("f16") == "(float)65504.0f"
+
+
+def test_a_dtype_without_a_form_has_no_loop():
+    k = kernel("pow(self, self)")
+    assert "bool" not in [loop["dtype"] for loop in k["loops"]]
+    assert [c["enum"] for c in k["cases"]][0] == "YT_DTYPE_U8"
+
+
+def test_an_absent_optional_tensor_is_read_from_a_stand_in():
+    schema = "clamp(Tensor self, Tensor? min=None) -> Tensor"
+    k = kernel("self if min is None else maximum(self, min)", "  broadcast: [self, min]\n  promote: [self, min]\n",
+               schema)
+    assert k["inputs"] == ["self", "min != NULL ? min : self"]
+    assert k["scalars"] == ["{0, 0, min != NULL}"]
+
+
+def test_scalars_of_u8_loops_wrap_through_uint8():
+    k = kernel("self + alpha * other", BROADCAST + "  promote: [self, other, alpha]\n", ADD)
+    u8 = [loop for loop in k["loops"] if loop["dtype"] == "u8"][0]
+    assert u8["scalar_lines"] == ["const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;"]

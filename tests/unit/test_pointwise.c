@@ -179,3 +179,257 @@ Test(pointwise, loop_paths_agree)
     yt_release(r);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Scalars that do not fit the dtype are refused, as PyTorch's Scalar::to<T>(); into u8,
+ * integers down to -255 wrap (two's complement), and bool takes anything. */
+Test(pointwise, scalars_must_fit_the_dtype)
+{
+    yt_tensor *mask = vec((double[]){1, 0, 1}, 3, YT_DTYPE_BOOL);
+    yt_tensor *u8 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_U8);
+    cr_assert_null(yt_masked_fill(u8, mask, yt_float(-2.0)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "masked_fill: value=-2 cannot be converted to u8 without overflow");
+    cr_assert_null(yt_masked_fill(u8, mask, yt_int(256)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=256 cannot be converted to u8");
+    expect(yt_masked_fill(u8, mask, yt_int(-1)), (double[]){255, 2, 255}, 3, "u8 -1");
+    yt_tensor *i8 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_I8);
+    cr_assert_null(yt_masked_fill(i8, mask, yt_int(128)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=128 cannot be converted to i8");
+    cr_assert_null(yt_masked_fill(i8, mask, yt_float(NAN)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=nan cannot be converted to i8");
+    cr_assert_null(yt_clamp_max(i8, yt_int(600)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "clamp_max: max=600 cannot be converted to i8");
+    cr_assert_null(yt_add_ex(i8, i8, yt_int(300)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha=300 cannot be converted to i8");
+    expect(yt_masked_fill(i8, mask, yt_float(-1.5)), (double[]){-1, 2, -1}, 3, "i8 -1.5");
+    cr_assert_null(yt_pow(i8, yt_int(200)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pow: exponent=200 cannot be converted to i8");
+    /* PyTorch's alpha_check: no float alpha for integers, no bool alpha but for bools */
+    cr_assert_null(yt_add_ex(i8, i8, yt_float(1.5)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha=1.5 must not be a float for integral inputs");
+    cr_assert_null(yt_sub_ex(i8, i8, yt_bool(true)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "sub: a bool alpha is only supported for bool results");
+    cr_assert_null(yt_rsub_ex(i8, yt_int(2), yt_int(300)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "rsub: alpha=300 cannot be converted to i8");
+    expect(yt_rsub_ex(i8, yt_int(2), yt_int(3)), (double[]){-1, -4, -7}, 3, "rsub alpha");
+    expect(yt_add_ex(mask, mask, yt_bool(true)), (double[]){1, 0, 1}, 3, "bool alpha for bools");
+    yt_tensor *f16 = vec((double[]){1, 2, 3}, 3, YT_DTYPE_F16);
+    cr_assert_null(yt_masked_fill(f16, mask, yt_float(65519)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "masked_fill: value=65519 cannot be converted to f16");
+    expect(yt_masked_fill(f16, mask, yt_float(INFINITY)), (double[]){INFINITY, 2, INFINITY}, 3,
+           "f16 inf");
+    expect(yt_masked_fill(mask, mask, yt_float(-2.5)), (double[]){1, 0, 1}, 3, "bool");
+    /* u8 scalars wrap before comparing, as PyTorch converts -1 to 255 */
+    expect(yt_lt_scalar(u8, yt_int(-1)), (double[]){1, 1, 1}, 3, "u8 < -1");
+    expect(yt_clamp_max(u8, yt_int(-1)), (double[]){1, 2, 3}, 3, "u8 clamp_max -1");
+    yt_release(f16);
+    yt_release(i8);
+    yt_release(u8);
+    yt_release(mask);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, clamp_bounds_nan_and_order)
+{
+    yt_tensor *x = vec((double[]){NAN, -2, 0.5, 3}, 4, YT_DTYPE_F32);
+    yt_scalar lo = yt_float(0), hi = yt_float(1), nan = yt_float(NAN), two = yt_float(2);
+    expect(yt_clamp_ex(x, &lo, &hi), (double[]){NAN, 0, 0.5, 1}, 4, "clamp");
+    expect(yt_clamp_ex(x, &lo, NULL), (double[]){NAN, 0, 0.5, 3}, 4, "clamp min only");
+    expect(yt_clamp_ex(x, NULL, &hi), (double[]){NAN, -2, 0.5, 1}, 4, "clamp max only");
+    expect(yt_clamp_ex(x, &two, &hi), (double[]){NAN, 1, 1, 1}, 4, "max wins over min");
+    expect(yt_clamp_ex(x, &nan, &hi), (double[]){NAN, NAN, NAN, NAN}, 4, "NaN bound");
+    cr_assert_null(yt_clamp_ex(x, NULL, NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    yt_tensor *tlo = vec((double[]){NAN, 0, 0, 0}, 4, YT_DTYPE_F32);
+    yt_tensor *thi = vec((double[]){1}, 1, YT_DTYPE_F64);
+    yt_tensor *c = yt_clamp_tensor_ex(x, tlo, thi);
+    cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_F64);
+    expect(c, (double[]){NAN, 0, 0.5, 1}, 4, "clamp.Tensor");
+    expect(yt_clamp_tensor_ex(x, NULL, thi), (double[]){NAN, -2, 0.5, 1}, 4, "clamp.Tensor max");
+    cr_assert_null(yt_clamp_tensor_ex(x, NULL, NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "clamp: expected min is not None or max is not None");
+    /* integer tensors with integer bounds stay integral; a float bound promotes */
+    yt_tensor *i = vec((double[]){1, 5, 9}, 3, YT_DTYPE_I64);
+    yt_scalar two_i = yt_int(2), six = yt_int(6), half = yt_float(2.5);
+    c = yt_clamp_ex(i, &two_i, &six);
+    cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_I64);
+    expect(c, (double[]){2, 5, 6}, 3, "clamp i64");
+    c = yt_clamp_ex(i, &half, NULL);
+    cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_F32);
+    expect(c, (double[]){2.5, 5, 9}, 3, "clamp i64 by 2.5");
+    yt_release(i);
+    yt_release(tlo);
+    yt_release(thi);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, nan_to_num_defaults_are_the_dtype_limits)
+{
+    const double x[] = {NAN, INFINITY, -INFINITY, 1.5};
+    yt_tensor *f32 = vec(x, 4, YT_DTYPE_F32), *f16 = vec(x, 4, YT_DTYPE_F16);
+    yt_tensor *bf16 = vec(x, 4, YT_DTYPE_BF16);
+    expect(yt_nan_to_num(f32), (double[]){0, 3.4028234663852886e38, -3.4028234663852886e38, 1.5}, 4,
+           "f32");
+    expect(yt_nan_to_num(f16), (double[]){0, 65504, -65504, 1.5}, 4, "f16");
+    expect(yt_nan_to_num(bf16), (double[]){0, 3.3895313892515355e38, -3.3895313892515355e38, 1.5},
+           4, "bf16");
+    const double nan = 7, posinf = 1e10, neginf = -2;
+    expect(yt_nan_to_num_ex(f16, &nan, &posinf, &neginf), (double[]){7, INFINITY, -2, 1.5}, 4,
+           "f16 given (1e10 overflows f16, as in PyTorch)");
+    expect(yt_nan_to_num_ex(f32, NULL, NULL, &neginf),
+           (double[]){0, 3.4028234663852886e38, -2, 1.5}, 4, "f32 neginf only");
+    yt_tensor *i = vec((double[]){-3, 4}, 2, YT_DTYPE_I32);
+    expect(yt_nan_to_num_ex(i, &nan, &posinf, &neginf), (double[]){-3, 4}, 2, "integers unchanged");
+    yt_release(i);
+    yt_release(bf16);
+    yt_release(f16);
+    yt_release(f32);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, gelu_erf_and_tanh_forms)
+{
+    /* libm's erf and libmvec's may differ in the last bit: compare within 1e-15 */
+    yt_tensor *x = vec((double[]){1, -1, 0, 10}, 4, YT_DTYPE_F64);
+    const double want_erf[4] = {0.8413447460685429, -0.15865525393145707, 0, 10};
+    const double want_tanh[4] = {0.8411919906082768, -0.15880800939172324, 0, 10};
+    const char *forms[2] = {"none", "tanh"};
+    for (int f = 0; f < 2; f++) {
+        yt_tensor *t = yt_gelu_ex(x, forms[f]);
+        cr_assert_not_null(t, "%s", yt_errmsg());
+        double got[4];
+        yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_F64);
+        for (int i = 0; i < 4; i++)
+            cr_assert_float_eq(got[i], (f ? want_tanh : want_erf)[i], 1e-15, "%s[%d]: %.17g",
+                               forms[f], i, got[i]);
+        yt_release(t);
+    }
+    cr_assert_null(yt_gelu_ex(x, "sigmoid"));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "gelu: approximate must be one of 'none', 'tanh', got 'sigmoid'");
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, div_rounding_modes)
+{
+    yt_tensor *a = vec((double[]){-7, 7, -7, 7}, 4, YT_DTYPE_I64);
+    yt_tensor *b = vec((double[]){2, -2, -2, 2}, 4, YT_DTYPE_I64);
+    yt_tensor *q = yt_div_tensor_mode(a, b, "trunc");
+    cr_assert_eq(yt_tensor_dtype(q), YT_DTYPE_I64);
+    expect(q, (double[]){-3, -3, 3, 3}, 4, "trunc i64");
+    expect(yt_div_tensor_mode(a, b, "floor"), (double[]){-4, -4, 3, 3}, 4, "floor i64");
+    q = yt_div_tensor_mode(a, b, NULL);
+    cr_assert_eq(yt_tensor_dtype(q), YT_DTYPE_F32);
+    expect(q, (double[]){-3.5, -3.5, 3.5, 3.5}, 4, "true division");
+    expect(yt_div_scalar_mode(a, yt_int(2), "floor"), (double[]){-4, 3, -4, 3}, 4, "floor scalar");
+    cr_assert_null(yt_div_scalar_mode(a, yt_int(0), "trunc"));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "div: integer division by zero");
+    yt_tensor *u8 = vec((double[]){5, 7}, 2, YT_DTYPE_U8);
+    cr_assert_null(yt_remainder_scalar(u8, yt_int(256))); /* 256 is 0 in u8, as in PyTorch */
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "remainder: integer division by zero");
+    expect(yt_remainder_scalar(u8, yt_int(-3)), (double[]){5, 7}, 2, "u8 % -3 (253)");
+    yt_release(u8);
+    yt_tensor *z = vec((double[]){1, 0, 1, 1}, 4, YT_DTYPE_I64);
+    cr_assert_null(yt_div_tensor_mode(a, z, "floor"));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "div: integer division by zero");
+    cr_assert_null(yt_div_tensor_mode(a, b, "round"));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "div: rounding_mode must be one of 'trunc', 'floor', got 'round'");
+    /* the most negative i8 over -1 wraps, as in PyTorch, instead of trapping */
+    yt_tensor *m = vec((double[]){-128}, 1, YT_DTYPE_I8), *m1 = vec((double[]){-1}, 1, YT_DTYPE_I8);
+    expect(yt_div_tensor_mode(m, m1, "trunc"), (double[]){-128}, 1, "i8 min / -1");
+    expect(yt_div_tensor_mode(m, m1, "floor"), (double[]){-128}, 1, "i8 min // -1");
+    /* floats: trunc(a / b) and Python's floor division, signed zeros and infinities kept */
+    yt_tensor *fa = vec((double[]){-7.5, 7, -0.5, 1}, 4, YT_DTYPE_F32);
+    yt_tensor *fb = vec((double[]){2, -0.0, 4, 0}, 4, YT_DTYPE_F32);
+    expect(yt_div_tensor_mode(fa, fb, "trunc"), (double[]){-3, -INFINITY, -0.0, INFINITY}, 4,
+           "trunc f32");
+    expect(yt_div_tensor_mode(fa, fb, "floor"), (double[]){-4, -INFINITY, -1, INFINITY}, 4,
+           "floor f32");
+    yt_release(fa);
+    yt_release(fb);
+    yt_release(m);
+    yt_release(m1);
+    yt_release(z);
+    yt_release(a);
+    yt_release(b);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(pointwise, integer_pow_and_bool_square)
+{
+    yt_tensor *b = vec((double[]){-3, 2, -1, 1}, 4, YT_DTYPE_I64);
+    yt_tensor *e = vec((double[]){3, -2, -3, -5}, 4, YT_DTYPE_I64);
+    expect(yt_pow_tensor_tensor(b, e), (double[]){-27, 0, -1, 1}, 4, "i64 ** i64");
+    expect(yt_pow(b, yt_int(2)), (double[]){9, 4, 1, 1}, 4, "i64 ** 2");
+    cr_assert_null(yt_pow(b, yt_int(-1)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pow: integers to negative integer powers are not allowed");
+    yt_tensor *p = yt_pow(b, yt_float(0.5));
+    cr_assert_eq(yt_tensor_dtype(p), YT_DTYPE_F32);
+    yt_release(p);
+    expect(yt_pow_scalar(yt_int(2), e), (double[]){8, 0, 0, 0}, 4, "2 ** i64");
+    yt_tensor *u = vec((double[]){3, 2}, 2, YT_DTYPE_U8),
+              *u6 = vec((double[]){6, 9}, 2, YT_DTYPE_U8);
+    expect(yt_pow_tensor_tensor(u, u6), (double[]){217, 0}, 2, "u8 wraps");
+    yt_tensor *t = vec((double[]){1, 0}, 2, YT_DTYPE_BOOL);
+    p = yt_pow(t, yt_int(2));
+    cr_assert_eq(yt_tensor_dtype(p), YT_DTYPE_I64);
+    expect(p, (double[]){1, 0}, 2, "bool ** 2");
+    cr_assert_null(yt_pow(t, yt_bool(true)));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "pow: no CPU loop for dtype bool");
+    p = yt_square(t);
+    cr_assert_eq(yt_tensor_dtype(p), YT_DTYPE_I64);
+    expect(p, (double[]){1, 0}, 2, "square(bool)");
+    cr_assert_null(yt_abs(t));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "abs: self has dtype bool");
+    yt_release(t);
+    yt_release(u);
+    yt_release(u6);
+    yt_release(b);
+    yt_release(e);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: 8-row strips, packed
+ * tiles): a clone of a transposed view must equal the element-by-element transpose for every
+ * element size, with rows that are not a multiple of 8, rows wider than one tile (f64), outer
+ * dims, and the threaded split. */
+Test(pointwise, transposed_inputs_through_tiles)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
+                               YT_DTYPE_I32,  YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    enum { B = 3, C = 1100, R = 37 };
+    static double values[B * C * R];
+    for (int64_t i = 0; i < B * C * R; i++)
+        values[i] = (double)(i % 97) - 40;
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        for (int outer = 0; outer < 2; outer++) {
+            int64_t sizes[3] = {B, C, R};
+            int dim = outer ? 3 : 2;
+            int64_t *sz = outer ? sizes : sizes + 1;
+            yt_tensor *f64 = yt_tensor_from_data(values, sz, dim, YT_DTYPE_F64);
+            yt_tensor *base = yt_to(f64, dtypes[d]);
+            yt_tensor *view = yt_transpose(base, -2, -1); /* (..., R, C), contiguous along R */
+            yt_tensor *copy = yt_clone(view);
+            cr_assert_not_null(copy, "%s", yt_errmsg());
+            static double got[B * C * R], want[B * C * R];
+            cr_assert_eq(yt_tensor_copy_to(copy, got, sizeof got, YT_DTYPE_F64), YT_OK);
+            cr_assert_eq(yt_tensor_copy_to(base, want, sizeof want, YT_DTYPE_F64), YT_OK);
+            int64_t nb = outer ? B : 1;
+            for (int64_t b = 0; b < nb; b++)
+                for (int64_t r = 0; r < R; r++)
+                    for (int64_t c = 0; c < C; c++) {
+                        double g = got[(b * R + r) * C + c], w = want[(b * C + c) * R + r];
+                        cr_assert_eq(g, w, "%s %d-D: [%lld, %lld, %lld] got %g want %g",
+                                     yt_dtype_name(dtypes[d]), dim, (long long)b, (long long)r,
+                                     (long long)c, g, w);
+                    }
+            yt_release(copy);
+            yt_release(view);
+            yt_release(base);
+            yt_release(f64);
+        }
+    }
+    YT_ASSERT_NO_LEAKS();
+}

@@ -205,18 +205,33 @@ YT_API yt_status yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 
 /* ---- rsub.Scalar (ops.yaml:42) */
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
- * The number `other` minus each element of `self` (reversed subtraction).
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Uses the defaults alpha=1; yt_rsub_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rsub(yt_tensor *self, yt_scalar other);
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
- * The number `other` minus each element of `self` (reversed subtraction).
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rsub_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha);
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Uses the defaults alpha=1; yt_rsub_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsub_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha);
 
 /* ---- mul.Tensor (ops.yaml:50) */
 
@@ -331,48 +346,54 @@ YT_API yt_status yt_neg_out(yt_tensor *out, yt_tensor *self);
 /* ---- pow.Tensor_Scalar (ops.yaml:93) */
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow(yt_tensor *self, yt_scalar exponent);
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_(yt_tensor *self, yt_scalar exponent);
 
 /* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
- * Raises every element of `self` to the power `exponent`.
+ * Raises every element of `self` to the power `exponent`; integers by repeated squaring
+ * (wrapping), where a negative integer exponent is an error, as in PyTorch.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow.Tensor_Tensor (ops.yaml:102) */
+/* ---- pow.Tensor_Tensor (ops.yaml:108) */
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent);
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent);
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * Raises each element of `self` to the power of the matching element of `exponent`.
+ * Raises each element of `self` to the power of the matching element of `exponent` (integers to
+ * negative powers give 0, or +-1 for bases +-1).
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow.Scalar (ops.yaml:112) */
+/* ---- pow.Scalar (ops.yaml:118) */
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
  * The number `self` raised to each element of `exponent`.
@@ -387,7 +408,7 @@ YT_API yt_tensor *yt_pow_scalar(yt_scalar self, yt_tensor *exponent);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent);
 
-/* ---- maximum (ops.yaml:125) */
+/* ---- maximum (ops.yaml:132) */
 
 /* maximum(Tensor self, Tensor other) -> Tensor
  * Elementwise maximum with broadcasting; NaN in either input gives NaN.
@@ -402,7 +423,7 @@ YT_API yt_tensor *yt_maximum(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- minimum (ops.yaml:134) */
+/* ---- minimum (ops.yaml:141) */
 
 /* minimum(Tensor self, Tensor other) -> Tensor
  * Elementwise minimum with broadcasting; NaN in either input gives NaN.
@@ -417,7 +438,7 @@ YT_API yt_tensor *yt_minimum(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- clamp_min (ops.yaml:143) */
+/* ---- clamp_min (ops.yaml:150) */
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
  * max(self, min) elementwise; NaN stays NaN.
@@ -439,7 +460,7 @@ YT_API yt_status yt_clamp_min_(yt_tensor *self, yt_scalar min);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min);
 
-/* ---- clamp_max (ops.yaml:151) */
+/* ---- clamp_max (ops.yaml:158) */
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
  * min(self, max) elementwise; NaN stays NaN.
@@ -461,7 +482,7 @@ YT_API yt_status yt_clamp_max_(yt_tensor *self, yt_scalar max);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max);
 
-/* ---- clamp_min.Tensor (ops.yaml:159) */
+/* ---- clamp_min.Tensor (ops.yaml:166) */
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
  * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
@@ -483,7 +504,7 @@ YT_API yt_status yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min);
 
-/* ---- clamp_max.Tensor (ops.yaml:168) */
+/* ---- clamp_max.Tensor (ops.yaml:175) */
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
  * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
@@ -505,7 +526,7 @@ YT_API yt_status yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max);
 
-/* ---- remainder.Tensor (ops.yaml:177) */
+/* ---- remainder.Tensor (ops.yaml:184) */
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
  * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
@@ -530,7 +551,7 @@ YT_API yt_status yt_remainder_(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- remainder.Scalar (ops.yaml:187) */
+/* ---- remainder.Scalar (ops.yaml:194) */
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
  * Python's modulus of every element by the number `other` (the sign of `other`).
@@ -552,7 +573,7 @@ YT_API yt_status yt_remainder_scalar_(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- floor_divide (ops.yaml:195) */
+/* ---- floor_divide (ops.yaml:202) */
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
  * self / other rounded toward negative infinity (Python's //); integer division by zero is an
@@ -577,7 +598,7 @@ YT_API yt_status yt_floor_divide_(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lerp.Scalar (ops.yaml:205) */
+/* ---- lerp.Scalar (ops.yaml:212) */
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
  * self + weight * (end - self), computed from the nearer end for accuracy.
@@ -599,7 +620,7 @@ YT_API yt_status yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight);
 
-/* ---- lerp.Tensor (ops.yaml:214) */
+/* ---- lerp.Tensor (ops.yaml:221) */
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
  * self + weight * (end - self) with a tensor weight, broadcast.
@@ -622,7 +643,7 @@ YT_API yt_status yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *wei
 YT_API yt_status yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end,
                                     yt_tensor *weight);
 
-/* ---- addcmul (ops.yaml:228) */
+/* ---- addcmul (ops.yaml:235) */
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
  * self + value * tensor1 * tensor2, with broadcasting.
@@ -671,7 +692,7 @@ YT_API yt_status yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tens
 YT_API yt_status yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
                                    yt_tensor *tensor2, yt_scalar value);
 
-/* ---- addcdiv (ops.yaml:242) */
+/* ---- addcdiv (ops.yaml:249) */
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
  * self + value * tensor1 / tensor2, with broadcasting.
@@ -720,7 +741,7 @@ YT_API yt_status yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tens
 YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
                                    yt_tensor *tensor2, yt_scalar value);
 
-/* ---- pow_scalar_backward (ops.yaml:257) */
+/* ---- pow_scalar_backward (ops.yaml:264) */
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output *
@@ -729,7 +750,209 @@ YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output);
 
-/* ---- exp (ops.yaml:269) */
+/* ---- div.Tensor_mode (ops.yaml:274) */
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode);
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode);
+
+/* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+ * self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the
+ * promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other,
+                                        const char *rounding_mode);
+
+/* ---- div.Scalar_mode (ops.yaml:294) */
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode);
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode);
+
+/* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+ * Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward
+ * -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other,
+                                        const char *rounding_mode);
+
+/* ---- clamp (ops.yaml:310) */
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp(yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_(yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_out(yt_tensor *out, yt_tensor *self);
+
+/* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+ * min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min
+ * > max, and NaN in self or a bound gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min,
+                                 const yt_scalar *max);
+
+/* ---- clamp.Tensor (ops.yaml:327) */
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor(yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_(yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Uses the defaults min=None, max=None; yt_clamp_tensor_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self);
+
+/* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+ * min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both);
+ * NaN anywhere gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min,
+                                        yt_tensor *max);
+
+/* ---- clamp_backward (ops.yaml:344) */
+
+/* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
+ * Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else
+ * 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
+                                    const yt_scalar *max);
+
+/* ---- clamp_tensor_backward (ops.yaml:358) */
+
+/* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
+ * Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
+                                           yt_tensor *max);
+
+/* ---- clamp_tensor_backward_min (ops.yaml:372) */
+
+/* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
+ * Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self,
+                                               yt_tensor *min, yt_tensor *max);
+
+/* ---- clamp_tensor_backward_max (ops.yaml:385) */
+
+/* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
+ * Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self,
+                                               yt_tensor *min, yt_tensor *max);
+
+/* ---- div_rounding_backward (ops.yaml:398) */
+
+/* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
+ * Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded
+ * quotient is piecewise constant).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode);
+
+/* ---- exp (ops.yaml:413) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -751,7 +974,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:277) */
+/* ---- log (ops.yaml:421) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -773,7 +996,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:286) */
+/* ---- sqrt (ops.yaml:430) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -795,7 +1018,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:295) */
+/* ---- relu (ops.yaml:439) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -817,7 +1040,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:303) */
+/* ---- sigmoid (ops.yaml:447) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -839,7 +1062,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:311) */
+/* ---- tanh (ops.yaml:455) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -861,7 +1084,7 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:319) */
+/* ---- softplus (ops.yaml:463) */
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
@@ -907,7 +1130,7 @@ YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
                                     yt_scalar threshold);
 
-/* ---- clone (ops.yaml:327) */
+/* ---- clone (ops.yaml:470) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -922,7 +1145,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:334) */
+/* ---- to.dtype (ops.yaml:477) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -930,7 +1153,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- abs (ops.yaml:342) */
+/* ---- abs (ops.yaml:485) */
 
 /* abs(Tensor self) -> Tensor
  * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
@@ -952,7 +1175,7 @@ YT_API yt_status yt_abs_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sign (ops.yaml:350) */
+/* ---- sign (ops.yaml:493) */
 
 /* sign(Tensor self) -> Tensor
  * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
@@ -974,29 +1197,29 @@ YT_API yt_status yt_sign_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- square (ops.yaml:357) */
+/* ---- square (ops.yaml:500) */
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_square(yt_tensor *self);
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_(yt_tensor *self);
 
 /* square(Tensor self) -> Tensor
- * Each element times itself.
+ * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- reciprocal (ops.yaml:364) */
+/* ---- reciprocal (ops.yaml:509) */
 
 /* reciprocal(Tensor self) -> Tensor
  * 1 / self elementwise; integer inputs give a floating result.
@@ -1018,7 +1241,7 @@ YT_API yt_status yt_reciprocal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- rsqrt (ops.yaml:373) */
+/* ---- rsqrt (ops.yaml:518) */
 
 /* rsqrt(Tensor self) -> Tensor
  * 1 / sqrt(self) elementwise.
@@ -1040,7 +1263,7 @@ YT_API yt_status yt_rsqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- expm1 (ops.yaml:382) */
+/* ---- expm1 (ops.yaml:527) */
 
 /* expm1(Tensor self) -> Tensor
  * exp(self) - 1, accurate near zero.
@@ -1062,7 +1285,7 @@ YT_API yt_status yt_expm1_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log1p (ops.yaml:390) */
+/* ---- log1p (ops.yaml:535) */
 
 /* log1p(Tensor self) -> Tensor
  * log(1 + self), accurate near zero.
@@ -1084,7 +1307,7 @@ YT_API yt_status yt_log1p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log2 (ops.yaml:399) */
+/* ---- log2 (ops.yaml:544) */
 
 /* log2(Tensor self) -> Tensor
  * Base-2 logarithm of each element.
@@ -1106,7 +1329,7 @@ YT_API yt_status yt_log2_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sin (ops.yaml:408) */
+/* ---- sin (ops.yaml:553) */
 
 /* sin(Tensor self) -> Tensor
  * Sine of each element (radians).
@@ -1128,7 +1351,7 @@ YT_API yt_status yt_sin_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- cos (ops.yaml:416) */
+/* ---- cos (ops.yaml:561) */
 
 /* cos(Tensor self) -> Tensor
  * Cosine of each element (radians).
@@ -1150,7 +1373,7 @@ YT_API yt_status yt_cos_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- erf (ops.yaml:424) */
+/* ---- erf (ops.yaml:569) */
 
 /* erf(Tensor self) -> Tensor
  * The error function of each element.
@@ -1172,7 +1395,7 @@ YT_API yt_status yt_erf_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- floor (ops.yaml:432) */
+/* ---- floor (ops.yaml:577) */
 
 /* floor(Tensor self) -> Tensor
  * The largest integer not above each element (integers are unchanged).
@@ -1194,7 +1417,7 @@ YT_API yt_status yt_floor_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- ceil (ops.yaml:439) */
+/* ---- ceil (ops.yaml:584) */
 
 /* ceil(Tensor self) -> Tensor
  * The smallest integer not below each element (integers are unchanged).
@@ -1216,7 +1439,7 @@ YT_API yt_status yt_ceil_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- round (ops.yaml:446) */
+/* ---- round (ops.yaml:591) */
 
 /* round(Tensor self) -> Tensor
  * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
@@ -1238,7 +1461,7 @@ YT_API yt_status yt_round_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- trunc (ops.yaml:453) */
+/* ---- trunc (ops.yaml:598) */
 
 /* trunc(Tensor self) -> Tensor
  * Each element rounded toward zero.
@@ -1260,7 +1483,7 @@ YT_API yt_status yt_trunc_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- leaky_relu (ops.yaml:460) */
+/* ---- leaky_relu (ops.yaml:605) */
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
  * self where positive, else self * negative_slope; NaN stays NaN.
@@ -1305,7 +1528,7 @@ YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
 
-/* ---- leaky_relu_backward (ops.yaml:468) */
+/* ---- leaky_relu_backward (ops.yaml:613) */
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
  * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
@@ -1314,7 +1537,7 @@ YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
                                          yt_scalar negative_slope);
 
-/* ---- elu (ops.yaml:479) */
+/* ---- elu (ops.yaml:624) */
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
  * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
@@ -1362,7 +1585,7 @@ YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
                                yt_scalar input_scale);
 
-/* ---- elu_backward (ops.yaml:487) */
+/* ---- elu_backward (ops.yaml:632) */
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
  * Gradient of elu with respect to its input `self`.
@@ -1371,7 +1594,7 @@ YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha,
 YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                                   yt_scalar input_scale, yt_tensor *self);
 
-/* ---- silu (ops.yaml:498) */
+/* ---- silu (ops.yaml:643) */
 
 /* silu(Tensor self) -> Tensor
  * self * sigmoid(self) elementwise (swish).
@@ -1393,7 +1616,7 @@ YT_API yt_status yt_silu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- isnan (ops.yaml:505) */
+/* ---- isnan (ops.yaml:650) */
 
 /* isnan(Tensor self) -> Tensor
  * True where an element is NaN.
@@ -1401,7 +1624,7 @@ YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isnan(yt_tensor *self);
 
-/* ---- isfinite (ops.yaml:514) */
+/* ---- isfinite (ops.yaml:659) */
 
 /* isfinite(Tensor self) -> Tensor
  * True where an element is neither infinite nor NaN (always true for integers and bool).
@@ -1409,7 +1632,144 @@ YT_API yt_tensor *yt_isnan(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isfinite(yt_tensor *self);
 
-/* ---- eq.Tensor (ops.yaml:525) */
+/* ---- gelu (ops.yaml:668) */
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu(yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_ex(yt_tensor *self, const char *approximate);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_(yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_ex_(yt_tensor *self, const char *approximate);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Uses the defaults approximate=none; yt_gelu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_out(yt_tensor *out, yt_tensor *self);
+
+/* gelu(Tensor self, *, str approximate='none') -> Tensor
+ * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
+ * (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self +
+ * 0.044715 * self^3))).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate);
+
+/* ---- gelu_backward (ops.yaml:682) */
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
+ * Uses the defaults approximate=none; yt_gelu_backward_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self);
+
+/* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+ * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
+                                      const char *approximate);
+
+/* ---- gelu_double_backward (ops.yaml:698) */
+
+/* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
+ * Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in
+ * public ops (differentiable again).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output,
+                                          yt_tensor *self, const char *approximate);
+
+/* ---- nan_to_num (ops.yaml:706) */
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nan_to_num(yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf,
+                                   const double *neginf);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_(yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf,
+                                   const double *neginf);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Uses the defaults nan=None, posinf=None, neginf=None; yt_nan_to_num_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_out(yt_tensor *out, yt_tensor *self);
+
+/* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+ * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
+ * largest and lowest finite values); integers and bools are copied unchanged.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan,
+                                      const double *posinf, const double *neginf);
+
+/* ---- eq.Tensor (ops.yaml:721) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -1424,7 +1784,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:535) */
+/* ---- eq.Scalar (ops.yaml:731) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -1439,7 +1799,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:544) */
+/* ---- lt.Tensor (ops.yaml:740) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -1454,7 +1814,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:554) */
+/* ---- lt.Scalar (ops.yaml:750) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -1469,7 +1829,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:563) */
+/* ---- gt.Tensor (ops.yaml:759) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -1484,7 +1844,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:573) */
+/* ---- gt.Scalar (ops.yaml:769) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -1499,7 +1859,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:582) */
+/* ---- where (ops.yaml:778) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -1515,7 +1875,7 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- ne.Tensor (ops.yaml:595) */
+/* ---- ne.Tensor (ops.yaml:791) */
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self != other` as a bool tensor.
@@ -1530,7 +1890,7 @@ YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ne.Scalar (ops.yaml:605) */
+/* ---- ne.Scalar (ops.yaml:801) */
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self != other` against a number, as a bool tensor.
@@ -1545,7 +1905,7 @@ YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- le.Tensor (ops.yaml:614) */
+/* ---- le.Tensor (ops.yaml:810) */
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self <= other` as a bool tensor.
@@ -1560,7 +1920,7 @@ YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- le.Scalar (ops.yaml:624) */
+/* ---- le.Scalar (ops.yaml:820) */
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self <= other` against a number, as a bool tensor.
@@ -1575,7 +1935,7 @@ YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- ge.Tensor (ops.yaml:633) */
+/* ---- ge.Tensor (ops.yaml:829) */
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self >= other` as a bool tensor.
@@ -1590,7 +1950,7 @@ YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ge.Scalar (ops.yaml:643) */
+/* ---- ge.Scalar (ops.yaml:839) */
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self >= other` against a number, as a bool tensor.
@@ -1605,7 +1965,7 @@ YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- logical_and (ops.yaml:652) */
+/* ---- logical_and (ops.yaml:848) */
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
  * True where both are nonzero, with broadcasting.
@@ -1620,7 +1980,7 @@ YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_or (ops.yaml:662) */
+/* ---- logical_or (ops.yaml:858) */
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
  * True where either is nonzero, with broadcasting.
@@ -1635,7 +1995,7 @@ YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_xor (ops.yaml:672) */
+/* ---- logical_xor (ops.yaml:868) */
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
  * True where exactly one is nonzero, with broadcasting.
@@ -1650,7 +2010,7 @@ YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_not (ops.yaml:682) */
+/* ---- logical_not (ops.yaml:878) */
 
 /* logical_not(Tensor self) -> Tensor
  * True where an element is zero.
@@ -1665,22 +2025,24 @@ YT_API yt_tensor *yt_logical_not(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- masked_fill.Scalar (ops.yaml:691) */
+/* ---- masked_fill.Scalar (ops.yaml:887) */
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
+ * (into u8, integers down to -255 wrap).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
+ * (into u8, integers down to -255 wrap).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
-/* ---- masked_fill.Tensor (ops.yaml:704) */
+/* ---- masked_fill.Tensor (ops.yaml:900) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
  * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
@@ -1695,7 +2057,7 @@ YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_ten
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:722) */
+/* ---- sum (ops.yaml:918) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -1710,7 +2072,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:736) */
+/* ---- sum.dim (ops.yaml:932) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1742,7 +2104,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:751) */
+/* ---- mean (ops.yaml:947) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -1757,7 +2119,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:764) */
+/* ---- mean.dim (ops.yaml:960) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -1789,7 +2151,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:777) */
+/* ---- amax (ops.yaml:973) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -1824,7 +2186,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- amin (ops.yaml:790) */
+/* ---- amin (ops.yaml:986) */
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -1859,7 +2221,7 @@ YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- max (ops.yaml:805) */
+/* ---- max (ops.yaml:1001) */
 
 /* max(Tensor self) -> Tensor
  * Largest element of `self`; NaN wins. An empty tensor is an error.
@@ -1867,7 +2229,7 @@ YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max(yt_tensor *self);
 
-/* ---- min (ops.yaml:817) */
+/* ---- min (ops.yaml:1013) */
 
 /* min(Tensor self) -> Tensor
  * Smallest element of `self`; NaN wins. An empty tensor is an error.
@@ -1875,7 +2237,7 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- max.dim (ops.yaml:829) */
+/* ---- max.dim (ops.yaml:1025) */
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
@@ -1914,7 +2276,7 @@ YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- min.dim (ops.yaml:845) */
+/* ---- min.dim (ops.yaml:1041) */
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
@@ -1953,7 +2315,7 @@ YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- argmax (ops.yaml:860) */
+/* ---- argmax (ops.yaml:1056) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -1987,7 +2349,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:875) */
+/* ---- argmin (ops.yaml:1071) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -2021,7 +2383,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:889) */
+/* ---- prod (ops.yaml:1085) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -2038,7 +2400,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:903) */
+/* ---- prod.dim_int (ops.yaml:1099) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -2069,7 +2431,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:918) */
+/* ---- all (ops.yaml:1114) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -2078,7 +2440,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:930) */
+/* ---- all.dim (ops.yaml:1126) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -2108,7 +2470,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:944) */
+/* ---- any (ops.yaml:1140) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -2117,7 +2479,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:956) */
+/* ---- any.dim (ops.yaml:1152) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -2147,7 +2509,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:970) */
+/* ---- cumsum (ops.yaml:1166) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -2177,7 +2539,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:985) */
+/* ---- logsumexp (ops.yaml:1181) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -2194,7 +2556,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:999) */
+/* ---- var.correction (ops.yaml:1195) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -2212,7 +2574,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:1014) */
+/* ---- std.correction (ops.yaml:1210) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -2228,7 +2590,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:1028) */
+/* ---- linalg_vector_norm (ops.yaml:1224) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2246,7 +2608,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1047) */
+/* ---- evenly_distribute_backward (ops.yaml:1243) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2254,7 +2616,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1054) */
+/* ---- prod_backward (ops.yaml:1250) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2262,7 +2624,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1061) */
+/* ---- prod_dim_backward (ops.yaml:1257) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2272,7 +2634,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1068) */
+/* ---- cumsum_backward (ops.yaml:1264) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -2280,7 +2642,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1075) */
+/* ---- norm_backward (ops.yaml:1271) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2290,7 +2652,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1082) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1278) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2300,7 +2662,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- logsumexp_backward (ops.yaml:1089) */
+/* ---- logsumexp_backward (ops.yaml:1285) */
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced
@@ -2310,7 +2672,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
 YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                         const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var_backward (ops.yaml:1096) */
+/* ---- var_backward (ops.yaml:1292) */
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.
@@ -2319,7 +2681,7 @@ YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_ten
 YT_API yt_tensor *yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                                   int64_t correction, bool keepdim);
 
-/* ---- std_backward (ops.yaml:1103) */
+/* ---- std_backward (ops.yaml:1299) */
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as
@@ -2330,7 +2692,7 @@ YT_API yt_tensor *yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *o
                                   const int64_t *dim, int dim_len, int64_t correction,
                                   bool keepdim);
 
-/* ---- mm (ops.yaml:1112) */
+/* ---- mm (ops.yaml:1308) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -2347,7 +2709,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1133) */
+/* ---- matmul (ops.yaml:1329) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2356,7 +2718,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1158) */
+/* ---- bmm (ops.yaml:1354) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2373,7 +2735,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1181) */
+/* ---- addmm (ops.yaml:1377) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2409,7 +2771,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1209) */
+/* ---- baddbmm (ops.yaml:1405) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2446,7 +2808,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1241) */
+/* ---- dot (ops.yaml:1437) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2454,7 +2816,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1260) */
+/* ---- outer (ops.yaml:1456) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2462,7 +2824,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- linear (ops.yaml:1277) */
+/* ---- linear (ops.yaml:1473) */
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
  * `input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the
@@ -2479,7 +2841,7 @@ YT_API yt_tensor *yt_linear(yt_tensor *input, yt_tensor *weight);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
 
-/* ---- mm_mat1_backward (ops.yaml:1303) */
+/* ---- mm_mat1_backward (ops.yaml:1499) */
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as
@@ -2497,7 +2859,7 @@ YT_API yt_tensor *yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tenso
 YT_API yt_tensor *yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1,
                                          yt_scalar alpha);
 
-/* ---- mm_mat2_backward (ops.yaml:1324) */
+/* ---- mm_mat2_backward (ops.yaml:1520) */
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is
@@ -2517,7 +2879,7 @@ YT_API yt_tensor *yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tenso
 YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2,
                                          yt_scalar alpha);
 
-/* ---- t (ops.yaml:1347) */
+/* ---- t (ops.yaml:1543) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2525,7 +2887,7 @@ YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_te
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1360) */
+/* ---- transpose (ops.yaml:1556) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2533,7 +2895,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1371) */
+/* ---- permute (ops.yaml:1567) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2542,7 +2904,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1384) */
+/* ---- view (ops.yaml:1580) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2551,7 +2913,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1394) */
+/* ---- reshape (ops.yaml:1590) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2559,7 +2921,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1404) */
+/* ---- expand (ops.yaml:1600) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2567,7 +2929,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1414) */
+/* ---- squeeze (ops.yaml:1610) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2575,7 +2937,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1423) */
+/* ---- squeeze.dim (ops.yaml:1619) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2583,7 +2945,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1434) */
+/* ---- unsqueeze (ops.yaml:1630) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2591,7 +2953,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1445) */
+/* ---- slice (ops.yaml:1641) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2609,7 +2971,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1459) */
+/* ---- select (ops.yaml:1655) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2617,7 +2979,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1470) */
+/* ---- contiguous (ops.yaml:1666) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2625,7 +2987,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- flatten.using_ints (ops.yaml:1479) */
+/* ---- flatten.using_ints (ops.yaml:1675) */
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
  * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
@@ -2642,7 +3004,7 @@ YT_API yt_tensor *yt_flatten(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
 
-/* ---- unflatten.int (ops.yaml:1496) */
+/* ---- unflatten.int (ops.yaml:1692) */
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
  * A view splitting dimension `dim` into `sizes` (one entry may be -1).
@@ -2650,7 +3012,7 @@ YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
 
-/* ---- broadcast_to (ops.yaml:1514) */
+/* ---- broadcast_to (ops.yaml:1710) */
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
  * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
@@ -2658,7 +3020,7 @@ YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- narrow (ops.yaml:1526) */
+/* ---- narrow (ops.yaml:1722) */
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
  * A view of `length` elements from `start` (negative counts from the end) along `dim`.
@@ -2666,7 +3028,7 @@ YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
 
-/* ---- repeat (ops.yaml:1544) */
+/* ---- repeat (ops.yaml:1740) */
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
  * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
@@ -2675,7 +3037,7 @@ YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
 
-/* ---- flip (ops.yaml:1561) */
+/* ---- flip (ops.yaml:1757) */
 
 /* flip(Tensor self, int[] dims) -> Tensor
  * A copy of `self` with the order of elements reversed along each dimension in `dims`.
@@ -2683,7 +3045,7 @@ YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- roll (ops.yaml:1575) */
+/* ---- roll (ops.yaml:1771) */
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
@@ -2701,7 +3063,7 @@ YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len
 YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
                              const int64_t *dims, int dims_len);
 
-/* ---- roll_backward (ops.yaml:1592) */
+/* ---- roll_backward (ops.yaml:1788) */
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
  * Gradient of roll: `grad` rolled back by -shifts.
@@ -2710,7 +3072,7 @@ YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_
 YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
                                    const int64_t *dims, int dims_len);
 
-/* ---- tril (ops.yaml:1600) */
+/* ---- tril (ops.yaml:1796) */
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
@@ -2725,7 +3087,7 @@ YT_API yt_tensor *yt_tril(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- triu (ops.yaml:1616) */
+/* ---- triu (ops.yaml:1812) */
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
@@ -2740,7 +3102,7 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- pad (ops.yaml:1632) */
+/* ---- pad (ops.yaml:1828) */
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
  * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
@@ -2758,7 +3120,7 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- cat (ops.yaml:1651) */
+/* ---- cat (ops.yaml:1847) */
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
  * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
@@ -2793,7 +3155,7 @@ YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tenso
 YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
                                int64_t dim);
 
-/* ---- cat_backward (ops.yaml:1666) */
+/* ---- cat_backward (ops.yaml:1862) */
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
  * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
@@ -2805,7 +3167,7 @@ YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int te
 YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
                                int tensors_len, yt_tensor **out, int64_t out_capacity);
 
-/* ---- stack (ops.yaml:1674) */
+/* ---- stack (ops.yaml:1870) */
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
  * Joins equally shaped `tensors` along a new dimension `dim`.
@@ -2820,7 +3182,7 @@ YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
 
-/* ---- split.Tensor (ops.yaml:1687) */
+/* ---- split.Tensor (ops.yaml:1883) */
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
  * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
@@ -2842,7 +3204,7 @@ YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, in
 YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- chunk (ops.yaml:1700) */
+/* ---- chunk (ops.yaml:1896) */
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
  * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
@@ -2862,7 +3224,7 @@ YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_
 YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- unbind.int (ops.yaml:1713) */
+/* ---- unbind.int (ops.yaml:1909) */
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
  * The views self.select(dim, i) for every i, one dimension fewer each.
@@ -2881,7 +3243,7 @@ YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
  * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
 YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
 
-/* ---- index_select (ops.yaml:1729) */
+/* ---- index_select (ops.yaml:1925) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -2899,7 +3261,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:1745) */
+/* ---- index_select_backward (ops.yaml:1941) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -2909,7 +3271,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:1753) */
+/* ---- index_add (ops.yaml:1949) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -2946,7 +3308,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:1768) */
+/* ---- index_copy (ops.yaml:1964) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -2964,7 +3326,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:1781) */
+/* ---- gather (ops.yaml:1977) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -2999,7 +3361,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:1796) */
+/* ---- gather_backward (ops.yaml:1992) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -3008,7 +3370,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:1804) */
+/* ---- scatter.src (ops.yaml:2000) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -3026,7 +3388,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:1818) */
+/* ---- scatter_src_backward (ops.yaml:2014) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -3036,7 +3398,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:1826) */
+/* ---- scatter.value (ops.yaml:2022) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -3052,7 +3414,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:1838) */
+/* ---- scatter_add (ops.yaml:2034) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -3070,7 +3432,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:1853) */
+/* ---- embedding (ops.yaml:2049) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -3090,7 +3452,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:1872) */
+/* ---- embedding_dense_backward (ops.yaml:2068) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -3101,7 +3463,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:1884) */
+/* ---- embedding_weight_backward (ops.yaml:2080) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -3111,7 +3473,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:1892) */
+/* ---- embedding_dense_double_backward (ops.yaml:2088) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -3121,7 +3483,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:1900) */
+/* ---- one_hot (ops.yaml:2096) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -3138,7 +3500,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:1912) */
+/* ---- nonzero (ops.yaml:2108) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -3146,7 +3508,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:1924) */
+/* ---- masked_select (ops.yaml:2120) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -3154,7 +3516,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:1938) */
+/* ---- argsort (ops.yaml:2134) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -3171,7 +3533,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- index.Tensor (ops.yaml:1954) */
+/* ---- index.Tensor (ops.yaml:2150) */
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
  * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
@@ -3181,7 +3543,7 @@ YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
 
-/* ---- index_put (ops.yaml:1968) */
+/* ---- index_put (ops.yaml:2164) */
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
  * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
@@ -3200,7 +3562,7 @@ YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int i
 YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                                   yt_tensor *values, bool accumulate);
 
-/* ---- sort (ops.yaml:1982) */
+/* ---- sort (ops.yaml:2178) */
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
@@ -3220,7 +3582,7 @@ YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indice
 YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
                             yt_tensor **indices);
 
-/* ---- sort.stable (ops.yaml:1998) */
+/* ---- sort.stable (ops.yaml:2194) */
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
@@ -3241,7 +3603,7 @@ YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor *
 YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
                                    bool descending, yt_tensor **values, yt_tensor **indices);
 
-/* ---- topk (ops.yaml:2010) */
+/* ---- topk (ops.yaml:2206) */
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
  * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
@@ -3261,7 +3623,7 @@ YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tens
 YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                             yt_tensor **values, yt_tensor **indices);
 
-/* ---- avg_pool2d (ops.yaml:2030) */
+/* ---- avg_pool2d (ops.yaml:2226) */
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
  * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
@@ -3283,7 +3645,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, bool ceil_mode, bool count_include_pad,
                                    int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d (ops.yaml:2049) */
+/* ---- adaptive_avg_pool2d (ops.yaml:2245) */
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
  * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
@@ -3293,7 +3655,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:2068) */
+/* ---- avg_pool2d_backward (ops.yaml:2264) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -3305,7 +3667,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:2081) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2277) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -3315,7 +3677,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:2093) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2289) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -3327,7 +3689,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:2103) */
+/* ---- max_pool2d_index_gather (ops.yaml:2299) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -3336,7 +3698,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:2112) */
+/* ---- max_pool2d_index_scatter (ops.yaml:2308) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -3346,7 +3708,7 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- conv2d (ops.yaml:2121) */
+/* ---- conv2d (ops.yaml:2317) */
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
  * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
@@ -3368,7 +3730,7 @@ YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv2d.padding (ops.yaml:2145) */
+/* ---- conv2d.padding (ops.yaml:2341) */
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
  * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
@@ -3387,7 +3749,7 @@ YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv1d (ops.yaml:2164) */
+/* ---- conv1d (ops.yaml:2360) */
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
  * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
@@ -3407,7 +3769,7 @@ YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv1d.padding (ops.yaml:2184) */
+/* ---- conv1d.padding (ops.yaml:2380) */
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
  * conv1d with padding "valid" or "same" (see conv2d.padding).
@@ -3424,7 +3786,7 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv_transpose2d.input (ops.yaml:2201) */
+/* ---- conv_transpose2d.input (ops.yaml:2397) */
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
@@ -3447,7 +3809,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2223) */
+/* ---- conv2d_backward_input (ops.yaml:2419) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3461,7 +3823,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2236) */
+/* ---- conv2d_backward_weight (ops.yaml:2432) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3474,7 +3836,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2249) */
+/* ---- conv2d_backward_bias (ops.yaml:2445) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3483,7 +3845,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2263) */
+/* ---- max_pool2d_with_indices (ops.yaml:2459) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3511,7 +3873,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2283) */
+/* ---- max_pool2d (ops.yaml:2479) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3529,7 +3891,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2303) */
+/* ---- layer_norm (ops.yaml:2499) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3549,7 +3911,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2326) */
+/* ---- group_norm (ops.yaml:2522) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -3569,7 +3931,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2356) */
+/* ---- rms_norm (ops.yaml:2552) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -3588,7 +3950,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2377) */
+/* ---- batch_norm (ops.yaml:2573) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -3601,7 +3963,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2416) */
+/* ---- row_norm (ops.yaml:2612) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -3612,7 +3974,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2443) */
+/* ---- batch_norm_training (ops.yaml:2639) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -3625,7 +3987,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2476) */
+/* ---- row_norm_backward_input (ops.yaml:2672) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -3634,7 +3996,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2487) */
+/* ---- row_norm_backward_weight (ops.yaml:2683) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -3644,7 +4006,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2499) */
+/* ---- row_norm_backward_bias (ops.yaml:2695) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -3652,7 +4014,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2510) */
+/* ---- row_norm_double_backward_input (ops.yaml:2706) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -3662,7 +4024,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2521) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2717) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -3672,7 +4034,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2532) */
+/* ---- batch_norm_backward_input (ops.yaml:2728) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -3682,7 +4044,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2543) */
+/* ---- batch_norm_backward_weight (ops.yaml:2739) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -3691,7 +4053,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2555) */
+/* ---- batch_norm_backward_bias (ops.yaml:2751) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -3699,7 +4061,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2566) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2762) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -3708,7 +4070,7 @@ YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2578) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2774) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -3718,7 +4080,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2589) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2785) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -3728,7 +4090,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2603) */
+/* ---- softmax.int (ops.yaml:2799) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -3745,7 +4107,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2621) */
+/* ---- log_softmax.int (ops.yaml:2817) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -3760,7 +4122,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2639) */
+/* ---- softmax_backward_data (ops.yaml:2835) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -3768,7 +4130,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2656) */
+/* ---- log_softmax_backward_data (ops.yaml:2852) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -3777,7 +4139,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2673) */
+/* ---- softmax_double_backward (ops.yaml:2869) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -3786,7 +4148,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2681) */
+/* ---- log_softmax_double_backward (ops.yaml:2877) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -3795,7 +4157,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2689) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2885) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -3805,7 +4167,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2700) */
+/* ---- dropout (ops.yaml:2896) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -3822,7 +4184,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2713) */
+/* ---- mse_loss (ops.yaml:2909) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -3837,7 +4199,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2728) */
+/* ---- l1_loss (ops.yaml:2924) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -3852,7 +4214,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:2743) */
+/* ---- smooth_l1_loss (ops.yaml:2939) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -3870,7 +4232,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:2759) */
+/* ---- huber_loss (ops.yaml:2955) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -3888,7 +4250,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:2774) */
+/* ---- binary_cross_entropy (ops.yaml:2970) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -3906,7 +4268,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:2791) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:2987) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -3927,7 +4289,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:2807) */
+/* ---- nll_loss (ops.yaml:3003) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -3947,7 +4309,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:2830) */
+/* ---- cross_entropy_loss (ops.yaml:3026) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -3970,7 +4332,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:2859) */
+/* ---- cross_entropy_index (ops.yaml:3055) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -3989,7 +4351,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:2877) */
+/* ---- cross_entropy_index_backward (ops.yaml:3073) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4001,7 +4363,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:2888) */
+/* ---- scaled_dot_product_attention (ops.yaml:3084) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4026,7 +4388,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- empty (ops.yaml:2919) */
+/* ---- empty (ops.yaml:3115) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4041,7 +4403,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:2933) */
+/* ---- zeros (ops.yaml:3129) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4056,7 +4418,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:2941) */
+/* ---- ones (ops.yaml:3137) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4071,7 +4433,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:2949) */
+/* ---- full (ops.yaml:3145) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4089,7 +4451,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:2961) */
+/* ---- empty_like (ops.yaml:3157) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4106,7 +4468,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:2974) */
+/* ---- zeros_like (ops.yaml:3170) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4114,7 +4476,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:2981) */
+/* ---- ones_like (ops.yaml:3177) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4129,7 +4491,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:2993) */
+/* ---- full_like (ops.yaml:3189) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4146,7 +4508,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3004) */
+/* ---- arange (ops.yaml:3200) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4164,7 +4526,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3012) */
+/* ---- linspace (ops.yaml:3208) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4180,7 +4542,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3024) */
+/* ---- eye (ops.yaml:3220) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4195,7 +4557,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3035) */
+/* ---- eye.m (ops.yaml:3231) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4210,7 +4572,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3046) */
+/* ---- rand (ops.yaml:3242) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4226,7 +4588,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3057) */
+/* ---- randn (ops.yaml:3253) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4242,7 +4604,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3068) */
+/* ---- rand_like (ops.yaml:3264) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4259,7 +4621,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3078) */
+/* ---- randn_like (ops.yaml:3274) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4276,7 +4638,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3088) */
+/* ---- randint (ops.yaml:3284) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4292,7 +4654,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3099) */
+/* ---- randint.low (ops.yaml:3295) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4308,7 +4670,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3109) */
+/* ---- randperm (ops.yaml:3305) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4324,7 +4686,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3120) */
+/* ---- bernoulli (ops.yaml:3316) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4341,7 +4703,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3127) */
+/* ---- bernoulli.p (ops.yaml:3323) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4375,7 +4737,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3138) */
+/* ---- normal (ops.yaml:3334) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4409,7 +4771,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3150) */
+/* ---- uniform (ops.yaml:3346) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4443,7 +4805,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:3163) */
+/* ---- sum_to (ops.yaml:3359) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4451,7 +4813,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3174) */
+/* ---- sum_backward (ops.yaml:3370) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4460,7 +4822,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3181) */
+/* ---- mean_backward (ops.yaml:3377) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4469,7 +4831,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3188) */
+/* ---- amax_backward (ops.yaml:3384) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4478,7 +4840,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3195) */
+/* ---- permute_backward (ops.yaml:3391) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4486,7 +4848,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3202) */
+/* ---- pow_backward (ops.yaml:3398) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4494,7 +4856,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3209) */
+/* ---- pow_backward_self (ops.yaml:3405) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4502,7 +4864,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3216) */
+/* ---- pow_backward_exponent (ops.yaml:3412) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -4511,7 +4873,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3223) */
+/* ---- slice_backward (ops.yaml:3419) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -4521,7 +4883,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3231) */
+/* ---- select_backward (ops.yaml:3427) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
