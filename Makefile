@@ -185,6 +185,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/pointwise.sh $(BUILD)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
+	$(Q)bench/norm.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

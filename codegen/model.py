@@ -155,6 +155,8 @@ class Op:
     # (None: the overload packet torch.ops.aten.<name> called with the arguments in schema order).
     torch_ref: Optional[str] = None
     choices: dict = field(default_factory=dict)  # str argument -> its allowed values (ops.yaml `choices:`)
+    # An op taking a Generator whose samples draw no random numbers: compared with PyTorch anyway.
+    deterministic_samples: bool = False
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""

@@ -206,7 +206,7 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 # ---------------------------------------------------------------- ops.yaml
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
-           "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
+           "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "deterministic_samples", "torch", "doc"]
 DOMAINS = ["positive", "nonzero", "unit"]
 
 
@@ -296,6 +296,9 @@ def parse_op(node: Node) -> Op:
         raise SpecError(loc, f"{fn}: missing 'family' ({', '.join(FAMILIES)})")
     doc = get_str("doc")
     torch_ref = get_str("torch")
+    deterministic = "deterministic_samples" in e
+    if deterministic and e["deterministic_samples"].value is not True:
+        raise SpecError(e["deterministic_samples"].loc, f"{fn}: 'deterministic_samples' must be true when given")
     if not doc:
         raise SpecError(loc, f"{fn}: missing 'doc'")
     variants = ["function"]
@@ -433,7 +436,7 @@ def parse_op(node: Node) -> Op:
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
               shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
               impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc,
-              torch_ref=torch_ref, choices=choices)
+              torch_ref=torch_ref, choices=choices, deterministic_samples=deterministic)
 
 
 def _parse_choices(entry: dict, schema: Schema) -> dict:

@@ -87,7 +87,7 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
         "tensors": [py_name(n) for n in names],
         "free": is_free,
         "dtypes": dtypes,
-        "random": any(a.kind == "generator" for a in op.schema.args),
+        "random": not op.deterministic_samples and any(a.kind == "generator" for a in op.schema.args),
         "locals": locals_,
         "expr": _reference(op, [t.name for t in tensors]),
     }

@@ -7631,8 +7631,659 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
     return status;
 }
 
+/* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
+ * backward, from derivatives.yaml:512:
+ *   input: row_norm_backward_input(grad, input, weight, center, eps)
+ *   weight: row_norm_backward_weight(grad, input, center, eps)
+ *   bias: row_norm_backward_bias(grad)
+ */
+typedef struct row_norm_node {
+    yt_node base;    /* must be first */
+    yt_saved input;  /* used by: input, weight */
+    yt_saved weight; /* used by: input */
+    bool center;     /* used by: input, weight */
+    double eps;      /* used by: input, weight */
+} row_norm_node;
+
+static yt_status
+row_norm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    row_norm_node *node = (row_norm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] = yt_row_norm_backward_input(grads[0], input, weight, node->center, node->eps);
+        yt_release(weight);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_row_norm_backward_weight(grads[0], input, node->center, node->eps);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_row_norm_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+row_norm_release_saved(yt_node *node_)
+{
+    row_norm_node *node = (row_norm_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->weight);
+}
+
+static const yt_node_kind row_norm_node_kind = {
+    .name = "RowNormBackward",
+    .op_name = "row_norm",
+    .size = sizeof(row_norm_node),
+    .backward = row_norm_backward,
+    .release_saved = row_norm_release_saved,
+};
+
+yt_status
+yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                    bool center, double eps)
+{
+    row_norm_node *node = (row_norm_node *)yt__node_new(&row_norm_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->center = center;
+    node->eps = eps;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
+ * backward, from derivatives.yaml:517:
+ *   input: batch_norm_backward_input(grad, input, weight, eps)
+ *   weight: batch_norm_backward_weight(grad, input, eps)
+ *   bias: batch_norm_backward_bias(grad)
+ *   running_mean: zeros_like(batch_norm_backward_bias(grad))
+ *   running_var: zeros_like(batch_norm_backward_bias(grad))
+ */
+typedef struct batch_norm_training_node {
+    yt_node base;    /* must be first */
+    yt_saved input;  /* used by: input, weight */
+    yt_saved weight; /* used by: input */
+    double eps;      /* used by: input, weight */
+} batch_norm_training_node;
+
+static yt_status
+batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    batch_norm_training_node *node = (batch_norm_training_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] = yt_batch_norm_backward_input(grads[0], input, weight, node->eps);
+        yt_release(weight);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_batch_norm_backward_weight(grads[0], input, node->eps);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_batch_norm_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[3]) {
+        yt_tensor *t0 = yt_batch_norm_backward_bias(grads[0]);
+        out[3] = yt_zeros_like(t0);
+        yt_release(t0);
+        if (out[3] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[4]) {
+        yt_tensor *t0 = yt_batch_norm_backward_bias(grads[0]);
+        out[4] = yt_zeros_like(t0);
+        yt_release(t0);
+        if (out[4] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+batch_norm_training_release_saved(yt_node *node_)
+{
+    batch_norm_training_node *node = (batch_norm_training_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->weight);
+}
+
+static const yt_node_kind batch_norm_training_node_kind = {
+    .name = "BatchNormTrainingBackward",
+    .op_name = "batch_norm_training",
+    .size = sizeof(batch_norm_training_node),
+    .backward = batch_norm_training_backward,
+    .release_saved = batch_norm_training_release_saved,
+};
+
+yt_status
+yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                               yt_tensor *bias, yt_tensor *running_mean, yt_tensor *running_var,
+                               double eps)
+{
+    batch_norm_training_node *node =
+        (batch_norm_training_node *)yt__node_new(&batch_norm_training_node_kind, 5, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    yt__node_set_edge(&node->base, 3, running_mean);
+    yt__node_set_edge(&node->base, 4, running_var);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->eps = eps;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * backward, from derivatives.yaml:524:
+ *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
+ *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
+ *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
+ */
+typedef struct row_norm_backward_input_node {
+    yt_node base;      /* must be first */
+    yt_saved input;    /* used by: grad_out, input, weight */
+    yt_saved weight;   /* used by: grad_out, input */
+    bool center;       /* used by: grad_out, input, weight */
+    double eps;        /* used by: grad_out, input, weight */
+    yt_saved grad_out; /* used by: input, weight */
+} row_norm_backward_input_node;
+
+static yt_status
+row_norm_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    row_norm_backward_input_node *node = (row_norm_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] =
+            yt_row_norm_double_backward_grad_out(grads[0], input, weight, node->center, node->eps);
+        yt_release(weight);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[1] = yt_row_norm_double_backward_input(grads[0], grad_out, input, weight, node->center,
+                                                   node->eps);
+        yt_release(weight);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *t0 = yt_row_norm_backward_input(grads[0], input, NULL, node->center, node->eps);
+        yt_tensor *t1 = yt_mul(grad_out, t0);
+        out[2] = yt_row_norm_backward_bias(t1);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+row_norm_backward_input_release_saved(yt_node *node_)
+{
+    row_norm_backward_input_node *node = (row_norm_backward_input_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_out);
+}
+
+static const yt_node_kind row_norm_backward_input_node_kind = {
+    .name = "RowNormBackwardInputBackward",
+    .op_name = "row_norm_backward_input",
+    .size = sizeof(row_norm_backward_input_node),
+    .backward = row_norm_backward_input_backward,
+    .release_saved = row_norm_backward_input_release_saved,
+};
+
+yt_status
+yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                   yt_tensor *weight, bool center, double eps)
+{
+    row_norm_backward_input_node *node =
+        (row_norm_backward_input_node *)yt__node_new(&row_norm_backward_input_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__node_set_edge(&node->base, 1, input);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->center = center;
+    node->eps = eps;
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->grad_out, grad_out, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
+ * backward, from derivatives.yaml:529:
+ *   grad_out: row_norm(input, grad, None, center, eps)
+ *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
+ */
+typedef struct row_norm_backward_weight_node {
+    yt_node base;      /* must be first */
+    yt_saved input;    /* used by: grad_out, input */
+    bool center;       /* used by: grad_out, input */
+    double eps;        /* used by: grad_out, input */
+    yt_saved grad_out; /* used by: input */
+} row_norm_backward_weight_node;
+
+static yt_status
+row_norm_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    row_norm_backward_weight_node *node = (row_norm_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] = yt_row_norm(input, grads[0], NULL, node->center, node->eps);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_row_norm_backward_input(grad_out, input, grads[0], node->center, node->eps);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+row_norm_backward_weight_release_saved(yt_node *node_)
+{
+    row_norm_backward_weight_node *node = (row_norm_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_out);
+}
+
+static const yt_node_kind row_norm_backward_weight_node_kind = {
+    .name = "RowNormBackwardWeightBackward",
+    .op_name = "row_norm_backward_weight",
+    .size = sizeof(row_norm_backward_weight_node),
+    .backward = row_norm_backward_weight_backward,
+    .release_saved = row_norm_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                    bool center, double eps)
+{
+    row_norm_backward_weight_node *node =
+        (row_norm_backward_weight_node *)yt__node_new(&row_norm_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->center = center;
+    node->eps = eps;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_out, grad_out, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* row_norm_backward_bias(Tensor grad_out) -> Tensor
+ * backward, from derivatives.yaml:533:
+ *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
+ */
+typedef struct row_norm_backward_bias_node {
+    yt_node base;            /* must be first */
+    yt_shape grad_out_shape; /* used by: grad_out */
+} row_norm_backward_bias_node;
+
+static yt_status
+row_norm_backward_bias_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    row_norm_backward_bias_node *node = (row_norm_backward_bias_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_unsqueeze(grads[0], -1);
+        out[0] = yt_expand(t0, node->grad_out_shape.sizes, node->grad_out_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+row_norm_backward_bias_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind row_norm_backward_bias_node_kind = {
+    .name = "RowNormBackwardBiasBackward",
+    .op_name = "row_norm_backward_bias",
+    .size = sizeof(row_norm_backward_bias_node),
+    .backward = row_norm_backward_bias_backward,
+    .release_saved = row_norm_backward_bias_release_saved,
+};
+
+yt_status
+yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    row_norm_backward_bias_node *node =
+        (row_norm_backward_bias_node *)yt__node_new(&row_norm_backward_bias_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__shape_of(&node->grad_out_shape, grad_out);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * backward, from derivatives.yaml:539:
+ *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
+ *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
+ *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
+ */
+typedef struct batch_norm_backward_input_node {
+    yt_node base;      /* must be first */
+    yt_saved input;    /* used by: grad_out, input, weight */
+    yt_saved weight;   /* used by: grad_out, input */
+    double eps;        /* used by: grad_out, input, weight */
+    yt_saved grad_out; /* used by: input, weight */
+} batch_norm_backward_input_node;
+
+static yt_status
+batch_norm_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    batch_norm_backward_input_node *node = (batch_norm_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] = yt_batch_norm_double_backward_grad_out(grads[0], input, weight, node->eps);
+        yt_release(weight);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[1] = yt_batch_norm_double_backward_input(grads[0], grad_out, input, weight, node->eps);
+        yt_release(weight);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *t0 = yt_batch_norm_backward_input(grads[0], input, NULL, node->eps);
+        yt_tensor *t1 = yt_mul(grad_out, t0);
+        out[2] = yt_batch_norm_backward_bias(t1);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+batch_norm_backward_input_release_saved(yt_node *node_)
+{
+    batch_norm_backward_input_node *node = (batch_norm_backward_input_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_out);
+}
+
+static const yt_node_kind batch_norm_backward_input_node_kind = {
+    .name = "BatchNormBackwardInputBackward",
+    .op_name = "batch_norm_backward_input",
+    .size = sizeof(batch_norm_backward_input_node),
+    .backward = batch_norm_backward_input_backward,
+    .release_saved = batch_norm_backward_input_release_saved,
+};
+
+yt_status
+yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                     yt_tensor *weight, double eps)
+{
+    batch_norm_backward_input_node *node =
+        (batch_norm_backward_input_node *)yt__node_new(&batch_norm_backward_input_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__node_set_edge(&node->base, 1, input);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->eps = eps;
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->grad_out, grad_out, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
+ * backward, from derivatives.yaml:544:
+ *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
+ *   input: batch_norm_backward_input(grad_out, input, grad, eps)
+ */
+typedef struct batch_norm_backward_weight_node {
+    yt_node base;      /* must be first */
+    yt_saved input;    /* used by: grad_out, input */
+    double eps;        /* used by: grad_out, input */
+    yt_saved grad_out; /* used by: input */
+} batch_norm_backward_weight_node;
+
+static yt_status
+batch_norm_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    batch_norm_backward_weight_node *node = (batch_norm_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] = yt_batch_norm_training(input, grads[0], NULL, NULL, NULL, 0.0, node->eps);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_out = yt__saved_unpack(&node->grad_out, &node->base, "grad_out");
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_batch_norm_backward_input(grad_out, input, grads[0], node->eps);
+        yt_release(input);
+        yt_release(grad_out);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+batch_norm_backward_weight_release_saved(yt_node *node_)
+{
+    batch_norm_backward_weight_node *node = (batch_norm_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_out);
+}
+
+static const yt_node_kind batch_norm_backward_weight_node_kind = {
+    .name = "BatchNormBackwardWeightBackward",
+    .op_name = "batch_norm_backward_weight",
+    .size = sizeof(batch_norm_backward_weight_node),
+    .backward = batch_norm_backward_weight_backward,
+    .release_saved = batch_norm_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
+                                      double eps)
+{
+    batch_norm_backward_weight_node *node = (batch_norm_backward_weight_node *)yt__node_new(
+        &batch_norm_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->eps = eps;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_out, grad_out, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* batch_norm_backward_bias(Tensor grad_out) -> Tensor
+ * backward, from derivatives.yaml:536:
+ *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
+ */
+typedef struct batch_norm_backward_bias_node {
+    yt_node base;            /* must be first */
+    yt_shape grad_out_shape; /* used by: grad_out */
+} batch_norm_backward_bias_node;
+
+static yt_status
+batch_norm_backward_bias_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    batch_norm_backward_bias_node *node = (batch_norm_backward_bias_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_batch_norm_backward_bias_backward(grads[0], node->grad_out_shape.sizes,
+                                                      node->grad_out_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+batch_norm_backward_bias_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind batch_norm_backward_bias_node_kind = {
+    .name = "BatchNormBackwardBiasBackward",
+    .op_name = "batch_norm_backward_bias",
+    .size = sizeof(batch_norm_backward_bias_node),
+    .backward = batch_norm_backward_bias_backward,
+    .release_saved = batch_norm_backward_bias_release_saved,
+};
+
+yt_status
+yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
+{
+    batch_norm_backward_bias_node *node =
+        (batch_norm_backward_bias_node *)yt__node_new(&batch_norm_backward_bias_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_out);
+    yt__shape_of(&node->grad_out_shape, grad_out);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:515:
+ * backward, from derivatives.yaml:551:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -7689,7 +8340,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:518:
+ * backward, from derivatives.yaml:554:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -7746,7 +8397,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:521:
+ * backward, from derivatives.yaml:557:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -7821,7 +8472,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:525:
+ * backward, from derivatives.yaml:561:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -7896,7 +8547,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:532:
+ * backward, from derivatives.yaml:568:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

@@ -212,6 +212,25 @@ YT_INTERNAL yt_status yt__record_max_pool2d_with_indices(
     yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
     int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
     int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+YT_INTERNAL yt_status yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, bool center, double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input,
+                                                     yt_tensor *weight, yt_tensor *bias,
+                                                     yt_tensor *running_mean,
+                                                     yt_tensor *running_var, double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                         yt_tensor *input, yt_tensor *weight,
+                                                         bool center, double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                          yt_tensor *input, bool center,
+                                                          double eps);
+YT_INTERNAL yt_status yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                           yt_tensor *input, yt_tensor *weight,
+                                                           double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                            yt_tensor *input, double eps);
+YT_INTERNAL yt_status yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,

@@ -543,6 +543,42 @@ const yt__max_pool2d_with_indices_kernel_fn yt__max_pool2d_with_indices_kernels[
     [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices,
 };
 
+const yt__row_norm_kernel_fn yt__row_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm,
+};
+
+const yt__batch_norm_training_kernel_fn yt__batch_norm_training_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_batch_norm_training,
+};
+
+const yt__row_norm_backward_input_kernel_fn yt__row_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_input,
+};
+
+const yt__row_norm_backward_weight_kernel_fn yt__row_norm_backward_weight_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_weight,
+};
+
+const yt__row_norm_backward_bias_kernel_fn yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_bias,
+};
+
+const yt__batch_norm_backward_input_kernel_fn
+    yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_input,
+};
+
+const yt__batch_norm_backward_weight_kernel_fn
+    yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_weight,
+};
+
+const yt__batch_norm_backward_bias_kernel_fn yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_bias,
+};
+
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_softmax,
 };

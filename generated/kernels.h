@@ -747,6 +747,67 @@ YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tens
                                                       int padding_len, const int64_t *dilation,
                                                       int dilation_len, bool ceil_mode);
 
+typedef yt_status (*yt__row_norm_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                            yt_tensor *bias, bool center, double eps);
+extern const yt__row_norm_kernel_fn yt__row_norm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                       yt_tensor *bias, bool center, double eps);
+
+typedef yt_status (*yt__batch_norm_training_kernel_fn)(yt_tensor *result, yt_tensor *input,
+                                                       yt_tensor *weight, yt_tensor *bias,
+                                                       yt_tensor *running_mean,
+                                                       yt_tensor *running_var, double momentum,
+                                                       double eps);
+extern const yt__batch_norm_training_kernel_fn yt__batch_norm_training_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_training(yt_tensor *result, yt_tensor *input,
+                                                  yt_tensor *weight, yt_tensor *bias,
+                                                  yt_tensor *running_mean, yt_tensor *running_var,
+                                                  double momentum, double eps);
+
+typedef yt_status (*yt__row_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                           yt_tensor *input, yt_tensor *weight,
+                                                           bool center, double eps);
+extern const yt__row_norm_backward_input_kernel_fn
+    yt__row_norm_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                      yt_tensor *input, yt_tensor *weight,
+                                                      bool center, double eps);
+
+typedef yt_status (*yt__row_norm_backward_weight_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                            yt_tensor *input, bool center,
+                                                            double eps);
+extern const yt__row_norm_backward_weight_kernel_fn
+    yt__row_norm_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                       yt_tensor *input, bool center, double eps);
+
+typedef yt_status (*yt__row_norm_backward_bias_kernel_fn)(yt_tensor *result, yt_tensor *grad_out);
+extern const yt__row_norm_backward_bias_kernel_fn
+    yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
+
+typedef yt_status (*yt__batch_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
+                                                             yt_tensor *input, yt_tensor *weight,
+                                                             double eps);
+extern const yt__batch_norm_backward_input_kernel_fn
+    yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
+                                                        yt_tensor *input, yt_tensor *weight,
+                                                        double eps);
+
+typedef yt_status (*yt__batch_norm_backward_weight_kernel_fn)(yt_tensor *result,
+                                                              yt_tensor *grad_out, yt_tensor *input,
+                                                              double eps);
+extern const yt__batch_norm_backward_weight_kernel_fn
+    yt__batch_norm_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out,
+                                                         yt_tensor *input, double eps);
+
+typedef yt_status (*yt__batch_norm_backward_bias_kernel_fn)(yt_tensor *result, yt_tensor *grad_out);
+extern const yt__batch_norm_backward_bias_kernel_fn
+    yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
+
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
 extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
@@ -1031,6 +1092,36 @@ YT_INTERNAL yt_tensor *yt__composite_max_pool2d(yt_tensor *self, const int64_t *
                                                 int stride_len, const int64_t *padding,
                                                 int padding_len, const int64_t *dilation,
                                                 int dilation_len, bool ceil_mode);
+YT_INTERNAL yt_tensor *yt__composite_layer_norm(yt_tensor *input, const int64_t *normalized_shape,
+                                                int normalized_shape_len, yt_tensor *weight,
+                                                yt_tensor *bias, double eps, bool cudnn_enable);
+YT_INTERNAL yt_tensor *yt__composite_group_norm(yt_tensor *input, int64_t num_groups,
+                                                yt_tensor *weight, yt_tensor *bias, double eps,
+                                                bool cudnn_enabled);
+YT_INTERNAL yt_tensor *yt__composite_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
+                                              int normalized_shape_len, yt_tensor *weight,
+                                              const double *eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm(yt_tensor *input, yt_tensor *weight,
+                                                yt_tensor *bias, yt_tensor *running_mean,
+                                                yt_tensor *running_var, bool training,
+                                                double momentum, double eps, bool cudnn_enabled);
+YT_INTERNAL yt_tensor *
+yt__composite_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                             yt_tensor *weight, bool center, double eps);
+YT_INTERNAL yt_tensor *yt__composite_row_norm_double_backward_grad_out(yt_tensor *grad,
+                                                                       yt_tensor *input,
+                                                                       yt_tensor *weight,
+                                                                       bool center, double eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm_backward_bias_backward(yt_tensor *grad,
+                                                                       const int64_t *sizes,
+                                                                       int sizes_len);
+YT_INTERNAL yt_tensor *
+yt__composite_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out,
+                                               yt_tensor *input, yt_tensor *weight, double eps);
+YT_INTERNAL yt_tensor *yt__composite_batch_norm_double_backward_grad_out(yt_tensor *grad,
+                                                                         yt_tensor *input,
+                                                                         yt_tensor *weight,
+                                                                         double eps);
 YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
                                                              yt_tensor *grad_output,
                                                              yt_tensor *output, int64_t dim);
@@ -1065,6 +1156,11 @@ YT_INTERNAL yt_tensor *yt__composite_cross_entropy_loss(yt_tensor *self, yt_tens
 YT_INTERNAL yt_tensor *yt__composite_cross_entropy_index_backward(
     yt_tensor *grad_output, yt_tensor *self, yt_tensor *target, yt_tensor *weight,
     const char *reduction, int64_t ignore_index, double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key,
+                                                                  yt_tensor *value,
+                                                                  yt_tensor *attn_mask,
+                                                                  double dropout_p, bool is_causal,
+                                                                  yt_generator *generator);
 YT_INTERNAL yt_tensor *yt__composite_empty_like(yt_tensor *self, yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_ones_like(yt_tensor *self, yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_full_like(yt_tensor *self, yt_scalar fill_value,

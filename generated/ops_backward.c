@@ -1425,8 +1425,628 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
     return yt__scope_track(result);
 }
 
+/* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:2476; backward from derivatives.yaml:524 */
+yt_tensor *
+yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
+                           double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_input", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_input: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_input: weight is on %s but grad_out is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_input: weight has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_input: input must be 4-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_out);
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_input_kernel_fn kernel =
+        yt__row_norm_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, center, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_row_norm_backward_input(result, grad_out, input, weight, center, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
+ * from ops.yaml:2487; backward from derivatives.yaml:529 */
+yt_tensor *
+yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_weight", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_backward_weight", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_weight: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_backward_weight: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_backward_weight: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_weight: input must be 4-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    result_shape.dim = 2;
+    result_shape.sizes[0] = input->sizes[1];
+    result_shape.sizes[1] = input->sizes[2];
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_weight_kernel_fn kernel =
+        yt__row_norm_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_out, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, center, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_row_norm_backward_weight(result, grad_out, input, center, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* row_norm_backward_bias(Tensor grad_out) -> Tensor
+ * from ops.yaml:2499; backward from derivatives.yaml:533 */
+yt_tensor *
+yt_row_norm_backward_bias(yt_tensor *grad_out)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_backward_bias", "grad_out"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_backward_bias: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_out->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_backward_bias: grad_out must be 4-D, got %d-D",
+                        grad_out->dim);
+    yt_shape result_shape;
+    result_shape.dim = 2;
+    result_shape.sizes[0] = grad_out->sizes[1];
+    result_shape.sizes[1] = grad_out->sizes[2];
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_bias_kernel_fn kernel = yt__row_norm_backward_bias_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm_backward_bias: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_out);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_row_norm_backward_bias(result, grad_out) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:2510 */
+yt_tensor *
+yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                  yt_tensor *weight, bool center, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("row_norm_double_backward_input", "grad"); /* keeps an earlier error */
+    if (grad_out == NULL)
+        return yt__null_arg("row_norm_double_backward_input",
+                            "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_double_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (grad_out->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: grad_out is on %s but grad is on %s",
+                        yt_device_name(grad_out->device), yt_device_name(grad->device));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_input: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (grad_out->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_input: grad_out has dtype %s but grad has dtype %s",
+            yt_dtype_name(grad_out->dtype), yt_dtype_name(grad->dtype));
+    if (input->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_double_backward_input: input has dtype %s but grad has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "row_norm_double_backward_input: weight has dtype %s but grad has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm_double_backward_input: input must be 4-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_row_norm_double_backward_input(grad, grad_out, input, weight, center, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:2521 */
+yt_tensor *
+yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
+                                     bool center, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("row_norm_double_backward_grad_out",
+                            "grad"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("row_norm_double_backward_grad_out",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_grad_out: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "row_norm_double_backward_grad_out: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "row_norm_double_backward_grad_out: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm_double_backward_grad_out: input must be 4-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_row_norm_double_backward_grad_out(grad, input, weight, center, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:2532; backward from derivatives.yaml:539 */
+yt_tensor *
+yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_input", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_backward_input", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_input: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_input: weight is on %s but grad_out is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_input: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_input: weight has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_input: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_out);
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_input_kernel_fn kernel =
+        yt__batch_norm_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_batch_norm_backward_input(result, grad_out, input, weight, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
+ * from ops.yaml:2543; backward from derivatives.yaml:544 */
+yt_tensor *
+yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_weight", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_backward_weight", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_weight: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_backward_weight: input is on %s but grad_out is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_backward_weight: input has dtype %s but grad_out has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_weight: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt_shape result_shape;
+    result_shape.dim = 1;
+    result_shape.sizes[0] = input->sizes[1];
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_weight_kernel_fn kernel =
+        yt__batch_norm_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_out, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_batch_norm_backward_weight(result, grad_out, input, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_bias(Tensor grad_out) -> Tensor
+ * from ops.yaml:2555; backward from derivatives.yaml:536 */
+yt_tensor *
+yt_batch_norm_backward_bias(yt_tensor *grad_out)
+{
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_backward_bias", "grad_out"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_bias: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_out->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_bias: grad_out must be at least 2-D, got %d-D",
+                        grad_out->dim);
+    yt_shape result_shape;
+    result_shape.dim = 1;
+    result_shape.sizes[0] = grad_out->sizes[1];
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_bias_kernel_fn kernel =
+        yt__batch_norm_backward_bias_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_bias: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_out);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_batch_norm_backward_bias(result, grad_out) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
+ * from ops.yaml:2566 */
+yt_tensor *
+yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
+{
+    if (grad == NULL)
+        return yt__null_arg("batch_norm_backward_bias_backward",
+                            "grad"); /* keeps an earlier error */
+    if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "batch_norm_backward_bias_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_backward_bias_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(grad->dim == 1))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_backward_bias_backward: grad must be 1-D, got %d-D", grad->dim);
+    if (!(sizes_len >= 2))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "batch_norm_backward_bias_backward: expected len(sizes) >= 2, got len(sizes)=%d",
+            sizes_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_batch_norm_backward_bias_backward(grad, sizes, sizes_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:2578 */
+yt_tensor *
+yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
+                                    yt_tensor *weight, double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "grad"); /* keeps an earlier error */
+    if (grad_out == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_double_backward_input",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (grad_out->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: grad_out is on %s but grad is on %s",
+                        yt_device_name(grad_out->device), yt_device_name(grad->device));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_input: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (grad_out->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: grad_out has dtype %s but grad has dtype %s",
+            yt_dtype_name(grad_out->dtype), yt_dtype_name(grad->dtype));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_input: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_double_backward_input: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_batch_norm_double_backward_input(grad, grad_out, input, weight, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
+ * from ops.yaml:2589 */
+yt_tensor *
+yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
+                                       double eps)
+{
+    if (grad == NULL)
+        return yt__null_arg("batch_norm_double_backward_grad_out",
+                            "grad"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("batch_norm_double_backward_grad_out",
+                            "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_grad_out: input is on %s but grad is on %s",
+                        yt_device_name(input->device), yt_device_name(grad->device));
+    if (weight != NULL && weight->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_double_backward_grad_out: weight is on %s but grad is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad->device));
+    if (input->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: input has dtype %s but grad has dtype %s",
+            yt_dtype_name(input->dtype), yt_dtype_name(grad->dtype));
+    if (weight != NULL && weight->dtype != grad->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_double_backward_grad_out: weight has dtype %s but grad has dtype %s",
+            yt_dtype_name(weight->dtype), yt_dtype_name(grad->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_double_backward_grad_out: input must be at least 2-D, got %d-D",
+                        input->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_batch_norm_double_backward_grad_out(grad, input, weight, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2342; backward from derivatives.yaml:521 */
+ * from ops.yaml:2639; backward from derivatives.yaml:557 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1482,7 +2102,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2359; backward from derivatives.yaml:525 */
+ * from ops.yaml:2656; backward from derivatives.yaml:561 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1544,7 +2164,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2376 */
+ * from ops.yaml:2673 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -1582,7 +2202,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2384 */
+ * from ops.yaml:2681 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -1624,7 +2244,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2392 */
+ * from ops.yaml:2689 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -1655,7 +2275,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:2580 */
+ * from ops.yaml:2877 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -1727,7 +2347,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:2835 */
+ * from ops.yaml:3163 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -1747,7 +2367,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2846 */
+ * from ops.yaml:3174 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -1769,7 +2389,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2853 */
+ * from ops.yaml:3181 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1795,7 +2415,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2860 */
+ * from ops.yaml:3188 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1835,7 +2455,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:2867 */
+ * from ops.yaml:3195 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -1852,7 +2472,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:2874 */
+ * from ops.yaml:3202 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -1881,7 +2501,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:2881 */
+ * from ops.yaml:3209 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1916,7 +2536,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2888 */
+ * from ops.yaml:3216 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -1961,7 +2581,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2895; backward from derivatives.yaml:150 */
+ * from ops.yaml:3223; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -2003,7 +2623,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2903; backward from derivatives.yaml:153 */
+ * from ops.yaml:3231; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -680,8 +680,481 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
     return yt__scope_track(result);
 }
 
+/* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
+ * from ops.yaml:2303 */
+yt_tensor *
+yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
+{
+    return yt_layer_norm_ex(input, normalized_shape, normalized_shape_len, NULL, NULL, 1e-05, true);
+}
+
+/* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
+ * from ops.yaml:2303 */
+yt_tensor *
+yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
+                 yt_tensor *weight, yt_tensor *bias, double eps, bool cudnn_enable)
+{
+    if (input == NULL)
+        return yt__null_arg("layer_norm", "input"); /* keeps an earlier error */
+    if (normalized_shape_len < 0 || normalized_shape_len > YT_MAX_DIM ||
+        (normalized_shape == NULL && normalized_shape_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "layer_norm: normalized_shape has %d entries (expected 0..%d, non-NULL when > 0)",
+            normalized_shape_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "layer_norm: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "layer_norm: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "layer_norm: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "layer_norm: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "layer_norm: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "layer_norm: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "layer_norm: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!(normalized_shape_len >= 1))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "layer_norm: expected len(normalized_shape) >= 1, got len(normalized_shape)=%d",
+            normalized_shape_len);
+    if (!(input->dim >= normalized_shape_len))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "layer_norm: expected input.dim >= len(normalized_shape), got input.dim=%d, len(normalized_shape)=%d",
+            input->dim, normalized_shape_len);
+    if (!(weight == NULL || (weight->dim == normalized_shape_len)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "layer_norm: weight.dim=%d does not match len(normalized_shape)=%d",
+                        weight->dim, normalized_shape_len);
+    if (!(bias == NULL || (bias->dim == normalized_shape_len)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "layer_norm: bias.dim=%d does not match len(normalized_shape)=%d",
+                        bias->dim, normalized_shape_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_layer_norm(input, normalized_shape, normalized_shape_len,
+                                                 weight, bias, eps, cudnn_enable);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
+ * from ops.yaml:2326 */
+yt_tensor *
+yt_group_norm(yt_tensor *input, int64_t num_groups)
+{
+    return yt_group_norm_ex(input, num_groups, NULL, NULL, 1e-05, true);
+}
+
+/* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
+ * from ops.yaml:2326 */
+yt_tensor *
+yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_tensor *bias,
+                 double eps, bool cudnn_enabled)
+{
+    if (input == NULL)
+        return yt__null_arg("group_norm", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "group_norm: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "group_norm: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "group_norm: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "group_norm: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "group_norm: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "group_norm: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "group_norm: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "group_norm: input must be at least 2-D, got %d-D",
+                        input->dim);
+    if (!(num_groups > 0))
+        return yt__fail(YT_ERR_VALUE, "group_norm: expected num_groups > 0, got num_groups=%lld",
+                        (long long)num_groups);
+    if (!(weight == NULL || (weight->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "group_norm: weight must be 1-D, got %d-D", weight->dim);
+    if (!(weight == NULL || (weight->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "group_norm: weight.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)weight->sizes[0], (long long)input->sizes[1]);
+    if (!(bias == NULL || (bias->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "group_norm: bias must be 1-D, got %d-D", bias->dim);
+    if (!(bias == NULL || (bias->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "group_norm: bias.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)bias->sizes[0], (long long)input->sizes[1]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_group_norm(input, num_groups, weight, bias, eps, cudnn_enabled);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+ * from ops.yaml:2356 */
+yt_tensor *
+yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
+{
+    return yt_rms_norm_ex(input, normalized_shape, normalized_shape_len, NULL, NULL);
+}
+
+/* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+ * from ops.yaml:2356 */
+yt_tensor *
+yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
+               yt_tensor *weight, const double *eps)
+{
+    if (input == NULL)
+        return yt__null_arg("rms_norm", "input"); /* keeps an earlier error */
+    if (normalized_shape_len < 0 || normalized_shape_len > YT_MAX_DIM ||
+        (normalized_shape == NULL && normalized_shape_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "rms_norm: normalized_shape has %d entries (expected 0..%d, non-NULL when > 0)",
+            normalized_shape_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "rms_norm: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "rms_norm: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "rms_norm: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "rms_norm: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (!(normalized_shape_len >= 1))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "rms_norm: expected len(normalized_shape) >= 1, got len(normalized_shape)=%d",
+            normalized_shape_len);
+    if (!(input->dim >= normalized_shape_len))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "rms_norm: expected input.dim >= len(normalized_shape), got input.dim=%d, len(normalized_shape)=%d",
+            input->dim, normalized_shape_len);
+    if (!(weight == NULL || (weight->dim == normalized_shape_len)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "rms_norm: weight.dim=%d does not match len(normalized_shape)=%d",
+                        weight->dim, normalized_shape_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_rms_norm(input, normalized_shape, normalized_shape_len, weight, eps);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
+ * from ops.yaml:2377 */
+yt_tensor *
+yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
+              yt_tensor *running_var, bool training, double momentum, double eps,
+              bool cudnn_enabled)
+{
+    if (input == NULL)
+        return yt__null_arg("batch_norm", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "batch_norm: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (running_mean != NULL && !(YT_DTYPE_BIT(running_mean->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm: running_mean has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(running_mean->dtype));
+    if (running_var != NULL && !(YT_DTYPE_BIT(running_var->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm: running_var has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(running_var->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (running_mean != NULL && running_mean->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm: running_mean is on %s but input is on %s",
+                        yt_device_name(running_mean->device), yt_device_name(input->device));
+    if (running_var != NULL && running_var->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm: running_var is on %s but input is on %s",
+                        yt_device_name(running_var->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "batch_norm: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "batch_norm: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (running_mean != NULL && running_mean->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm: running_mean has dtype %s but input has dtype %s",
+                        yt_dtype_name(running_mean->dtype), yt_dtype_name(input->dtype));
+    if (running_var != NULL && running_var->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "batch_norm: running_var has dtype %s but input has dtype %s",
+                        yt_dtype_name(running_var->dtype), yt_dtype_name(input->dtype));
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm: input must be at least 2-D, got %d-D",
+                        input->dim);
+    if (!(weight == NULL || (weight->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm: weight must be 1-D, got %d-D", weight->dim);
+    if (!(weight == NULL || (weight->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm: weight.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)weight->sizes[0], (long long)input->sizes[1]);
+    if (!(bias == NULL || (bias->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm: bias must be 1-D, got %d-D", bias->dim);
+    if (!(bias == NULL || (bias->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm: bias.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)bias->sizes[0], (long long)input->sizes[1]);
+    if (!(running_mean == NULL || (running_mean->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm: running_mean must be 1-D, got %d-D",
+                        running_mean->dim);
+    if (!(running_mean == NULL || (running_mean->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm: running_mean.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)running_mean->sizes[0], (long long)input->sizes[1]);
+    if (!(running_var == NULL || (running_var->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm: running_var must be 1-D, got %d-D",
+                        running_var->dim);
+    if (!(running_var == NULL || (running_var->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm: running_var.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)running_var->sizes[0], (long long)input->sizes[1]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_batch_norm(input, weight, bias, running_mean, running_var,
+                                                 training, momentum, eps, cudnn_enabled);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
+ * from ops.yaml:2416; backward from derivatives.yaml:512 */
+yt_tensor *
+yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
+{
+    if (input == NULL)
+        return yt__null_arg("row_norm", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "row_norm: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "row_norm: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "row_norm: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "row_norm: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "row_norm: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "row_norm: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "row_norm: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    yt_dtype compute_dtype = input->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "row_norm: input must be 4-D, got %d-D", input->dim);
+    if (!(weight == NULL || (weight->dim == 2)))
+        return yt__fail(YT_ERR_SHAPE, "row_norm: weight must be 2-D, got %d-D", weight->dim);
+    if (!(weight == NULL || (weight->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm: weight.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)weight->sizes[0], (long long)input->sizes[1]);
+    if (!(weight == NULL || (weight->sizes[1] == input->sizes[2])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm: weight.size(1)=%lld does not match input.size(2)=%lld",
+                        (long long)weight->sizes[1], (long long)input->sizes[2]);
+    if (!(bias == NULL || (bias->dim == 2)))
+        return yt__fail(YT_ERR_SHAPE, "row_norm: bias must be 2-D, got %d-D", bias->dim);
+    if (!(bias == NULL || (bias->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm: bias.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)bias->sizes[0], (long long)input->sizes[1]);
+    if (!(bias == NULL || (bias->sizes[1] == input->sizes[2])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "row_norm: bias.size(1)=%lld does not match input.size(2)=%lld",
+                        (long long)bias->sizes[1], (long long)input->sizes[2]);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, input);
+    yt_device result_device = input->device;
+    yt__row_norm_kernel_fn kernel = yt__row_norm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "row_norm: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {input, weight, bias};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, input, weight, bias, center, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_row_norm(result, input, weight, bias, center, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
+ * from ops.yaml:2443; backward from derivatives.yaml:517 */
+yt_tensor *
+yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                       yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
+{
+    if (input == NULL)
+        return yt__null_arg("batch_norm_training", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (running_mean != NULL && !(YT_DTYPE_BIT(running_mean->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_training: running_mean has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(running_mean->dtype));
+    if (running_var != NULL && !(YT_DTYPE_BIT(running_var->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "batch_norm_training: running_var has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(running_var->dtype));
+    if (weight != NULL && weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_training: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_training: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (running_mean != NULL && running_mean->device != input->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_training: running_mean is on %s but input is on %s",
+                        yt_device_name(running_mean->device), yt_device_name(input->device));
+    if (running_var != NULL && running_var->device != input->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "batch_norm_training: running_var is on %s but input is on %s",
+                        yt_device_name(running_var->device), yt_device_name(input->device));
+    if (weight != NULL && weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (running_mean != NULL && running_mean->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: running_mean has dtype %s but input has dtype %s",
+                        yt_dtype_name(running_mean->dtype), yt_dtype_name(input->dtype));
+    if (running_var != NULL && running_var->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "batch_norm_training: running_var has dtype %s but input has dtype %s",
+                        yt_dtype_name(running_var->dtype), yt_dtype_name(input->dtype));
+    yt_dtype compute_dtype = input->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm_training: input must be at least 2-D, got %d-D",
+                        input->dim);
+    if (!(weight == NULL || (weight->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm_training: weight must be 1-D, got %d-D",
+                        weight->dim);
+    if (!(weight == NULL || (weight->sizes[0] == input->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "batch_norm_training: weight.size(0)=%lld does not match input.size(1)=%lld",
+            (long long)weight->sizes[0], (long long)input->sizes[1]);
+    if (!(bias == NULL || (bias->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm_training: bias must be 1-D, got %d-D", bias->dim);
+    if (!(bias == NULL || (bias->sizes[0] == input->sizes[1])))
+        return yt__fail(YT_ERR_SHAPE,
+                        "batch_norm_training: bias.size(0)=%lld does not match input.size(1)=%lld",
+                        (long long)bias->sizes[0], (long long)input->sizes[1]);
+    if (!(running_mean == NULL || (running_mean->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm_training: running_mean must be 1-D, got %d-D",
+                        running_mean->dim);
+    if (!(running_mean == NULL || (running_mean->sizes[0] == input->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "batch_norm_training: running_mean.size(0)=%lld does not match input.size(1)=%lld",
+            (long long)running_mean->sizes[0], (long long)input->sizes[1]);
+    if (!(running_var == NULL || (running_var->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "batch_norm_training: running_var must be 1-D, got %d-D",
+                        running_var->dim);
+    if (!(running_var == NULL || (running_var->sizes[0] == input->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "batch_norm_training: running_var.size(0)=%lld does not match input.size(1)=%lld",
+            (long long)running_var->sizes[0], (long long)input->sizes[1]);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, input);
+    yt_device result_device = input->device;
+    yt__batch_norm_training_kernel_fn kernel = yt__batch_norm_training_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "batch_norm_training: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[5] = {input, weight, bias, running_mean, running_var};
+    bool recording = yt__any_requires_grad(5, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, input, weight, bias, running_mean,
+                                               running_var, momentum, eps);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_batch_norm_training(result, input, weight, bias, running_mean,
+                                                    running_var, eps) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2403 */
+ * from ops.yaml:2700 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -689,7 +1162,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2403 */
+ * from ops.yaml:2700 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -700,6 +1173,91 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
                         yt_dtype_name(input->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_dropout(input, p, train, generator);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:2888 */
+yt_tensor *
+yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
+{
+    return yt_scaled_dot_product_attention_ex(query, key, value, NULL, 0.0, false, NULL);
+}
+
+/* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:2888 */
+yt_tensor *
+yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
+                                   yt_tensor *attn_mask, double dropout_p, bool is_causal,
+                                   yt_generator *generator)
+{
+    if (query == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("scaled_dot_product_attention", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (key->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: key is on %s but query is on %s",
+                        yt_device_name(key->device), yt_device_name(query->device));
+    if (value->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: value is on %s but query is on %s",
+                        yt_device_name(value->device), yt_device_name(query->device));
+    if (attn_mask != NULL && attn_mask->device != query->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "scaled_dot_product_attention: attn_mask is on %s but query is on %s",
+                        yt_device_name(attn_mask->device), yt_device_name(query->device));
+    if (key->dtype != query->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "scaled_dot_product_attention: key has dtype %s but query has dtype %s",
+                        yt_dtype_name(key->dtype), yt_dtype_name(query->dtype));
+    if (value->dtype != query->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "scaled_dot_product_attention: value has dtype %s but query has dtype %s",
+                        yt_dtype_name(value->dtype), yt_dtype_name(query->dtype));
+    if (!(query->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: query must be at least 2-D, got %d-D",
+                        query->dim);
+    if (!(key->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: key must be at least 2-D, got %d-D",
+                        key->dim);
+    if (!(value->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE,
+                        "scaled_dot_product_attention: value must be at least 2-D, got %d-D",
+                        value->dim);
+    if (!(key->sizes[key->dim - 1] == query->sizes[query->dim - 1]))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention: key.size(-1)=%lld does not match query.size(-1)=%lld",
+            (long long)key->sizes[key->dim - 1], (long long)query->sizes[query->dim - 1]);
+    if (!(value->sizes[value->dim - 2] == key->sizes[key->dim - 2]))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention: value.size(-2)=%lld does not match key.size(-2)=%lld",
+            (long long)value->sizes[value->dim - 2], (long long)key->sizes[key->dim - 2]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_scaled_dot_product_attention(query, key, value, attn_mask,
+                                                                   dropout_p, is_causal, generator);
     yt__scope_resume();
     return yt__scope_track(result);
 }

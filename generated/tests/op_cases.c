@@ -13935,518 +13935,1101 @@ error_max_pool2d_1520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softmax_1521(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {3, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1523(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, NULL, 0.001, true);
+}
+
+static yt_tensor *
+error_layer_norm_1526(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1532(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1538(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1541(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_rms_norm_1543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+call_rms_norm_1544(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {3, 4};
+    const double eps_value = 1e-06;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, &eps_value);
+}
+
+static yt_tensor *
+call_rms_norm_1545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {5};
+    const double eps_value = 0.01;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], &eps_value);
+}
+
+static yt_tensor *
+call_rms_norm_1546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+call_batch_norm_1551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
+                         false);
+}
+
+static yt_tensor *
+call_batch_norm_1555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
+                         false);
+}
+
+static yt_tensor *
+call_batch_norm_1556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
+                         false);
+}
+
+static yt_tensor *
+error_batch_norm_1557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1559(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1562(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1565(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_row_norm_1567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+}
+
+static yt_tensor *
+call_row_norm_1568(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1570(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1571(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1572(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1573(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1574(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1575(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1576(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+}
+
+static yt_tensor *
+call_batch_norm_training_1577(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+call_batch_norm_training_1578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1580(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1583(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1584(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1586(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1587(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_input_1589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_weight_1590(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_backward_bias_1591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_row_norm_double_backward_input_1592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_double_backward_grad_out_1593(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_input_1594(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_weight_1595(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_backward_bias_1596(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_batch_norm_backward_bias_backward_1597(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {4, 3};
+    return yt_batch_norm_backward_bias_backward(inputs[0], sizes, 2);
+}
+
+static yt_tensor *
+error_batch_norm_backward_bias_backward_1598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {3};
+    return yt_batch_norm_backward_bias_backward(inputs[0], sizes, 1);
+}
+
+static yt_tensor *
+error_batch_norm_double_backward_input_1599(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_double_backward_grad_out_1600(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
+}
+
+static yt_tensor *
+call_softmax_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1522(yt_tensor *const *inputs, void *ctx)
+call_softmax_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1523(yt_tensor *const *inputs, void *ctx)
+call_softmax_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1524(yt_tensor *const *inputs, void *ctx)
+call_softmax_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1525(yt_tensor *const *inputs, void *ctx)
+call_softmax_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1526(yt_tensor *const *inputs, void *ctx)
+error_softmax_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1527(yt_tensor *const *inputs, void *ctx)
+error_softmax_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1528(yt_tensor *const *inputs, void *ctx)
+error_softmax_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1529(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1530(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1531(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1532(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1533(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1534(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1535(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1536(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1537(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1538(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1539(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1540(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1541(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1542(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1543(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1544(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1545(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1546(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1547(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1548(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1549(yt_tensor *const *inputs, void *ctx)
+call_dropout_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1550(yt_tensor *const *inputs, void *ctx)
+call_dropout_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1551(yt_tensor *const *inputs, void *ctx)
+call_dropout_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1552(yt_tensor *const *inputs, void *ctx)
+call_dropout_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1553(yt_tensor *const *inputs, void *ctx)
+call_dropout_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1554(yt_tensor *const *inputs, void *ctx)
+error_dropout_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1555(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1556(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1557(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1558(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1559(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1560(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1561(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1562(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1563(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1564(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1565(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1566(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1567(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1568(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1569(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1570(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1571(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1572(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1573(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1574(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1575(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1576(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1577(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1578(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1579(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1580(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1581(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1582(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1583(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1584(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1585(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1586(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1587(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1588(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1589(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1590(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1591(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1592(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1593(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1594(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -14454,28 +15037,28 @@ call_binary_cross_entropy_with_logits_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1595(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1596(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1597(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1598(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -14483,245 +15066,349 @@ error_binary_cross_entropy_with_logits_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1599(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1600(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1601(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1602(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1603(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1604(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1605(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1606(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1607(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1608(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1609(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1610(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1611(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1612(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1613(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1614(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1615(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1616(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1617(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1618(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1619(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1620(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1621(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1622(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1623(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1624(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1625(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1626(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1627(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1628(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1629(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1630(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1631(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1632(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1633(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1713(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1714(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1715(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1716(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1717(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1718(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1719(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1720(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1721(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1722(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1723(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1724(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1725(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_empty_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14730,7 +15417,7 @@ call_empty_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1634(yt_tensor *const *inputs, void *ctx)
+call_empty_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14739,7 +15426,7 @@ call_empty_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1635(yt_tensor *const *inputs, void *ctx)
+call_empty_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14747,7 +15434,7 @@ call_empty_1635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1636(yt_tensor *const *inputs, void *ctx)
+call_zeros_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14756,7 +15443,7 @@ call_zeros_1636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1637(yt_tensor *const *inputs, void *ctx)
+call_ones_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14765,7 +15452,7 @@ call_ones_1637(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1638(yt_tensor *const *inputs, void *ctx)
+call_full_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14774,7 +15461,7 @@ call_full_1638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1639(yt_tensor *const *inputs, void *ctx)
+call_full_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14783,7 +15470,7 @@ call_full_1639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1640(yt_tensor *const *inputs, void *ctx)
+call_full_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14792,77 +15479,77 @@ call_full_1640(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1641(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1642(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1643(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1644(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1645(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1646(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1647(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1648(yt_tensor *const *inputs, void *ctx)
+call_full_like_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1649(yt_tensor *const *inputs, void *ctx)
+call_full_like_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1650(yt_tensor *const *inputs, void *ctx)
+call_full_like_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1651(yt_tensor *const *inputs, void *ctx)
+call_arange_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14870,7 +15557,7 @@ call_arange_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1652(yt_tensor *const *inputs, void *ctx)
+call_linspace_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14878,7 +15565,7 @@ call_linspace_1652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1653(yt_tensor *const *inputs, void *ctx)
+call_linspace_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14886,7 +15573,7 @@ call_linspace_1653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1654(yt_tensor *const *inputs, void *ctx)
+call_linspace_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14894,7 +15581,7 @@ call_linspace_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1655(yt_tensor *const *inputs, void *ctx)
+call_eye_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14902,7 +15589,7 @@ call_eye_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1656(yt_tensor *const *inputs, void *ctx)
+call_eye_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14910,7 +15597,7 @@ call_eye_1656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1657(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14918,7 +15605,7 @@ call_eye_m_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1658(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14926,7 +15613,7 @@ call_eye_m_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1659(yt_tensor *const *inputs, void *ctx)
+call_rand_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14935,7 +15622,7 @@ call_rand_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1660(yt_tensor *const *inputs, void *ctx)
+error_rand_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14944,7 +15631,7 @@ error_rand_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1661(yt_tensor *const *inputs, void *ctx)
+call_randn_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14953,7 +15640,7 @@ call_randn_1661(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1662(yt_tensor *const *inputs, void *ctx)
+error_randn_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14962,35 +15649,35 @@ error_randn_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1663(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1664(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1665(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1666(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1667(yt_tensor *const *inputs, void *ctx)
+call_randint_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14999,7 +15686,7 @@ call_randint_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1668(yt_tensor *const *inputs, void *ctx)
+call_randint_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -15008,7 +15695,7 @@ call_randint_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1669(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -15017,7 +15704,7 @@ call_randint_low_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1670(yt_tensor *const *inputs, void *ctx)
+call_randperm_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -15025,7 +15712,7 @@ call_randperm_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1671(yt_tensor *const *inputs, void *ctx)
+call_randperm_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -15033,14 +15720,14 @@ call_randperm_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1672(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1673(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15052,14 +15739,14 @@ inplace_bernoulli_p_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1674(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1675(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15071,14 +15758,14 @@ inplace_bernoulli_p_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1676(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1677(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15090,14 +15777,14 @@ inplace_bernoulli_p_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1678(yt_tensor *const *inputs, void *ctx)
+call_normal_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1679(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15109,14 +15796,14 @@ inplace_normal_1679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1680(yt_tensor *const *inputs, void *ctx)
+call_normal_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1681(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15128,14 +15815,14 @@ inplace_normal_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1682(yt_tensor *const *inputs, void *ctx)
+call_normal_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1683(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15147,21 +15834,21 @@ inplace_normal_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1684(yt_tensor *const *inputs, void *ctx)
+error_normal_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1685(yt_tensor *const *inputs, void *ctx)
+call_uniform_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1686(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15173,14 +15860,14 @@ inplace_uniform_1686(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1687(yt_tensor *const *inputs, void *ctx)
+call_uniform_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1688(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15192,14 +15879,14 @@ inplace_uniform_1688(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1689(yt_tensor *const *inputs, void *ctx)
+call_uniform_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1690(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -15211,14 +15898,14 @@ inplace_uniform_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1691(yt_tensor *const *inputs, void *ctx)
+error_uniform_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1692(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -15226,7 +15913,7 @@ call_sum_to_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1693(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -15234,7 +15921,7 @@ call_sum_to_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1694(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -23628,184 +24315,534 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2317 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1521,
+        .op = "layer_norm",
+        .where = "ops.yaml:2319 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1521,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2317 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1522,
+        .op = "layer_norm",
+        .where = "ops.yaml:2319 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1522,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2317 sample 2",
-        .n_inputs = 1,
+        .op = "layer_norm",
+        .where = "ops.yaml:2319 sample 2",
+        .n_inputs = 2,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1523,
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1523,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2317 sample 3",
+        .op = "layer_norm",
+        .where = "ops.yaml:2319 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1524,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2319 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1524,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_layer_norm_1525,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2317 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1525,
+        .op = "group_norm",
+        .where = "ops.yaml:2346 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1531,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2335 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1529,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2335 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1530,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2335 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1531,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2335 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1532,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2335 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1533,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2353 sample 0",
+        .op = "group_norm",
+        .where = "ops.yaml:2346 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1537,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1532,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2353 sample 1",
+        .op = "group_norm",
+        .where = "ops.yaml:2346 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1538,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2353 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1539,
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1533,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
+        .op = "group_norm",
+        .where = "ops.yaml:2346 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1534,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:2346 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_group_norm_1535,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
         .where = "ops.yaml:2370 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1543,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1543,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2370 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rms_norm_1544,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2370 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1545,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2370 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1546,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_batch_norm_1551,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1552,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1553,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 3",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1554,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 4",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1555,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2404 sample 5",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_1556,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "row_norm",
+        .where = "ops.yaml:2438 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_row_norm_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2370 sample 1",
+        .op = "row_norm",
+        .where = "ops.yaml:2438 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_row_norm_1568,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .where = "ops.yaml:2469 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_batch_norm_training_1577,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .where = "ops.yaml:2469 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_batch_norm_training_1578,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2614 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1601,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2614 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1602,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2614 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1603,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2614 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1604,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2614 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1605,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2632 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1609,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2632 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1610,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2632 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1611,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2632 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1612,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2632 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1613,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2650 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1617,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2650 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1544,
+        .call = call_softmax_backward_data_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2370 sample 2",
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2650 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -23813,7 +24850,47 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1545,
+        .call = call_softmax_backward_data_1619,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2667 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1623,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2667 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1624,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2667 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23821,10 +24898,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2409 sample 0",
+        .where = "ops.yaml:2706 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1549,
+        .call = call_dropout_1629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23832,11 +24909,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2409 sample 1",
+        .where = "ops.yaml:2706 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1550,
+        .call = call_dropout_1630,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23844,10 +24921,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2409 sample 2",
+        .where = "ops.yaml:2706 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1551,
+        .call = call_dropout_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23855,10 +24932,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2409 sample 3",
+        .where = "ops.yaml:2706 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1552,
+        .call = call_dropout_1632,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23866,10 +24943,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2409 sample 4",
+        .where = "ops.yaml:2706 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1553,
+        .call = call_dropout_1633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23877,11 +24954,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2423 sample 0",
+        .where = "ops.yaml:2720 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1555,
+        .call = call_mse_loss_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23889,12 +24966,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2423 sample 1",
+        .where = "ops.yaml:2720 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1556,
+        .call = call_mse_loss_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23902,11 +24979,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2423 sample 2",
+        .where = "ops.yaml:2720 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1557,
+        .call = call_mse_loss_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23914,11 +24991,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2423 sample 3",
+        .where = "ops.yaml:2720 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1558,
+        .call = call_mse_loss_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23926,11 +25003,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2423 sample 4",
+        .where = "ops.yaml:2720 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1559,
+        .call = call_mse_loss_1639,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23938,11 +25015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2438 sample 0",
+        .where = "ops.yaml:2735 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1562,
+        .call = call_l1_loss_1642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23950,12 +25027,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2438 sample 1",
+        .where = "ops.yaml:2735 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1563,
+        .call = call_l1_loss_1643,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23963,11 +25040,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2438 sample 2",
+        .where = "ops.yaml:2735 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1564,
+        .call = call_l1_loss_1644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23975,11 +25052,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2438 sample 3",
+        .where = "ops.yaml:2735 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1565,
+        .call = call_l1_loss_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23987,11 +25064,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2438 sample 4",
+        .where = "ops.yaml:2735 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1566,
+        .call = call_l1_loss_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23999,11 +25076,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 0",
+        .where = "ops.yaml:2750 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1569,
+        .call = call_smooth_l1_loss_1649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24011,12 +25088,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 1",
+        .where = "ops.yaml:2750 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1570,
+        .call = call_smooth_l1_loss_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24024,11 +25101,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 2",
+        .where = "ops.yaml:2750 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1571,
+        .call = call_smooth_l1_loss_1651,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24036,11 +25113,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 3",
+        .where = "ops.yaml:2750 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1572,
+        .call = call_smooth_l1_loss_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24048,11 +25125,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 4",
+        .where = "ops.yaml:2750 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1573,
+        .call = call_smooth_l1_loss_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24060,11 +25137,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2453 sample 5",
+        .where = "ops.yaml:2750 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1574,
+        .call = call_smooth_l1_loss_1654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24072,11 +25149,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2469 sample 0",
+        .where = "ops.yaml:2766 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1577,
+        .call = call_huber_loss_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24084,12 +25161,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2469 sample 1",
+        .where = "ops.yaml:2766 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1578,
+        .call = call_huber_loss_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24097,11 +25174,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2469 sample 2",
+        .where = "ops.yaml:2766 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1579,
+        .call = call_huber_loss_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24109,11 +25186,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2469 sample 3",
+        .where = "ops.yaml:2766 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1580,
+        .call = call_huber_loss_1660,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24121,11 +25198,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2469 sample 4",
+        .where = "ops.yaml:2766 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1581,
+        .call = call_huber_loss_1661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24133,11 +25210,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 0",
+        .where = "ops.yaml:2782 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1584,
+        .call = call_binary_cross_entropy_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24145,12 +25222,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 1",
+        .where = "ops.yaml:2782 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1585,
+        .call = call_binary_cross_entropy_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24158,13 +25235,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 2",
+        .where = "ops.yaml:2782 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1586,
+        .call = call_binary_cross_entropy_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24172,11 +25249,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 3",
+        .where = "ops.yaml:2782 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1587,
+        .call = call_binary_cross_entropy_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24184,13 +25261,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 4",
+        .where = "ops.yaml:2782 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1588,
+        .call = call_binary_cross_entropy_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24198,13 +25275,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2485 sample 5",
+        .where = "ops.yaml:2782 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1589,
+        .call = call_binary_cross_entropy_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24212,11 +25289,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 0",
+        .where = "ops.yaml:2798 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1592,
+        .call = call_binary_cross_entropy_with_logits_1672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24224,14 +25301,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 1",
+        .where = "ops.yaml:2798 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1593,
+        .call = call_binary_cross_entropy_with_logits_1673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24239,7 +25316,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 2",
+        .where = "ops.yaml:2798 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -24247,7 +25324,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1594,
+        .call = call_binary_cross_entropy_with_logits_1674,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24255,13 +25332,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 3",
+        .where = "ops.yaml:2798 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1595,
+        .call = call_binary_cross_entropy_with_logits_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24269,13 +25346,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 4",
+        .where = "ops.yaml:2798 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1596,
+        .call = call_binary_cross_entropy_with_logits_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24283,11 +25360,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2501 sample 5",
+        .where = "ops.yaml:2798 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1597,
+        .call = call_binary_cross_entropy_with_logits_1677,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24295,11 +25372,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 0",
+        .where = "ops.yaml:2821 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1600,
+        .call = call_nll_loss_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24307,13 +25384,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 1",
+        .where = "ops.yaml:2821 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1601,
+        .call = call_nll_loss_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24321,13 +25398,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 2",
+        .where = "ops.yaml:2821 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1602,
+        .call = call_nll_loss_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24335,12 +25412,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 3",
+        .where = "ops.yaml:2821 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1603,
+        .call = call_nll_loss_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24348,13 +25425,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 4",
+        .where = "ops.yaml:2821 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1604,
+        .call = call_nll_loss_1684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24362,11 +25439,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2524 sample 5",
+        .where = "ops.yaml:2821 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1605,
+        .call = call_nll_loss_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24374,11 +25451,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 0",
+        .where = "ops.yaml:2844 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1610,
+        .call = call_cross_entropy_loss_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24386,13 +25463,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 1",
+        .where = "ops.yaml:2844 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1611,
+        .call = call_cross_entropy_loss_1691,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24400,13 +25477,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 2",
+        .where = "ops.yaml:2844 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1612,
+        .call = call_cross_entropy_loss_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24414,13 +25491,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 3",
+        .where = "ops.yaml:2844 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1613,
+        .call = call_cross_entropy_loss_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24428,12 +25505,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 4",
+        .where = "ops.yaml:2844 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1614,
+        .call = call_cross_entropy_loss_1694,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24441,11 +25518,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 5",
+        .where = "ops.yaml:2844 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1615,
+        .call = call_cross_entropy_loss_1695,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24453,13 +25530,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 6",
+        .where = "ops.yaml:2844 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1616,
+        .call = call_cross_entropy_loss_1696,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24467,11 +25544,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 7",
+        .where = "ops.yaml:2844 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1617,
+        .call = call_cross_entropy_loss_1697,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24479,13 +25556,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 8",
+        .where = "ops.yaml:2844 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1618,
+        .call = call_cross_entropy_loss_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24493,13 +25570,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 9",
+        .where = "ops.yaml:2844 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1619,
+        .call = call_cross_entropy_loss_1699,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24507,12 +25584,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 10",
+        .where = "ops.yaml:2844 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1620,
+        .call = call_cross_entropy_loss_1700,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24520,13 +25597,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2547 sample 11",
+        .where = "ops.yaml:2844 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1621,
+        .call = call_cross_entropy_loss_1701,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24534,11 +25611,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2572 sample 0",
+        .where = "ops.yaml:2869 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1626,
+        .call = call_cross_entropy_index_1706,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24546,12 +25623,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2572 sample 1",
+        .where = "ops.yaml:2869 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1627,
+        .call = call_cross_entropy_index_1707,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24559,11 +25636,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2572 sample 2",
+        .where = "ops.yaml:2869 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1628,
+        .call = call_cross_entropy_index_1708,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24571,11 +25648,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2572 sample 3",
+        .where = "ops.yaml:2869 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1629,
+        .call = call_cross_entropy_index_1709,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24583,21 +25660,117 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2572 sample 4",
+        .where = "ops.yaml:2869 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1630,
+        .call = call_cross_entropy_index_1710,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = "positive",
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:2598 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1633,
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1713,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 1",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "attn_mask",
+                      .dim = 2,
+                      .sizes = {3, 5},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_scaled_dot_product_attention_1714,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "attn_mask",
+                      .dim = 2,
+                      .sizes = {3, 5},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = call_scaled_dot_product_attention_1715,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1716,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1717,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1718,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:2906 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1719,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24605,9 +25778,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2598 sample 1",
+        .where = "ops.yaml:2926 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1634,
+        .call = call_empty_1726,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24615,9 +25788,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2598 sample 2",
+        .where = "ops.yaml:2926 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1635,
+        .call = call_empty_1727,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2926 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1728,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24625,9 +25808,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:2605 sample 0",
+        .where = "ops.yaml:2933 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1636,
+        .call = call_zeros_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24635,9 +25818,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:2613 sample 0",
+        .where = "ops.yaml:2941 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1637,
+        .call = call_ones_1730,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24645,9 +25828,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2628 sample 0",
+        .where = "ops.yaml:2956 sample 0",
         .n_inputs = 0,
-        .call = call_full_1638,
+        .call = call_full_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24655,9 +25838,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2628 sample 1",
+        .where = "ops.yaml:2956 sample 1",
         .n_inputs = 0,
-        .call = call_full_1639,
+        .call = call_full_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24665,9 +25848,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2628 sample 2",
+        .where = "ops.yaml:2956 sample 2",
         .n_inputs = 0,
-        .call = call_full_1640,
+        .call = call_full_1733,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24675,10 +25858,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2639 sample 0",
+        .where = "ops.yaml:2967 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1641,
+        .call = call_empty_like_1734,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24686,11 +25869,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2639 sample 1",
+        .where = "ops.yaml:2967 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1642,
+        .call = call_empty_like_1735,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24698,10 +25881,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2639 sample 2",
+        .where = "ops.yaml:2967 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1643,
+        .call = call_empty_like_1736,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24709,10 +25892,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2659 sample 0",
+        .where = "ops.yaml:2987 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1644,
+        .call = call_ones_like_1737,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24720,11 +25903,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2659 sample 1",
+        .where = "ops.yaml:2987 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1645,
+        .call = call_ones_like_1738,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24732,10 +25915,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2659 sample 2",
+        .where = "ops.yaml:2987 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1646,
+        .call = call_ones_like_1739,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24743,10 +25926,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2659 sample 3",
+        .where = "ops.yaml:2987 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1647,
+        .call = call_ones_like_1740,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24754,10 +25937,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2671 sample 0",
+        .where = "ops.yaml:2999 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1648,
+        .call = call_full_like_1741,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24765,11 +25948,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2671 sample 1",
+        .where = "ops.yaml:2999 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1649,
+        .call = call_full_like_1742,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24777,10 +25960,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2671 sample 2",
+        .where = "ops.yaml:2999 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1650,
+        .call = call_full_like_1743,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24788,9 +25971,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:2676 sample 0",
+        .where = "ops.yaml:3004 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1651,
+        .call = call_arange_1744,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24798,9 +25981,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2691 sample 0",
+        .where = "ops.yaml:3019 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1652,
+        .call = call_linspace_1745,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24808,9 +25991,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2691 sample 1",
+        .where = "ops.yaml:3019 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1653,
+        .call = call_linspace_1746,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24818,9 +26001,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2691 sample 2",
+        .where = "ops.yaml:3019 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1654,
+        .call = call_linspace_1747,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24828,9 +26011,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2703 sample 0",
+        .where = "ops.yaml:3031 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1655,
+        .call = call_eye_1748,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24838,9 +26021,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2703 sample 1",
+        .where = "ops.yaml:3031 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1656,
+        .call = call_eye_1749,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24848,9 +26031,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2714 sample 0",
+        .where = "ops.yaml:3042 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1657,
+        .call = call_eye_m_1750,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24858,9 +26041,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2714 sample 1",
+        .where = "ops.yaml:3042 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1658,
+        .call = call_eye_m_1751,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24868,9 +26051,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:2718 sample 0",
+        .where = "ops.yaml:3046 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1659,
+        .call = call_rand_1752,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24878,9 +26061,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:2729 sample 0",
+        .where = "ops.yaml:3057 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1661,
+        .call = call_randn_1754,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24888,10 +26071,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2746 sample 0",
+        .where = "ops.yaml:3074 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1663,
+        .call = call_rand_like_1756,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24899,10 +26082,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2746 sample 1",
+        .where = "ops.yaml:3074 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1664,
+        .call = call_rand_like_1757,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24910,10 +26093,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2756 sample 0",
+        .where = "ops.yaml:3084 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1665,
+        .call = call_randn_like_1758,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24921,10 +26104,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2756 sample 1",
+        .where = "ops.yaml:3084 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1666,
+        .call = call_randn_like_1759,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24932,9 +26115,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2767 sample 0",
+        .where = "ops.yaml:3095 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1667,
+        .call = call_randint_1760,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24942,9 +26125,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2767 sample 1",
+        .where = "ops.yaml:3095 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1668,
+        .call = call_randint_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24952,9 +26135,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:2778 sample 0",
+        .where = "ops.yaml:3106 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1669,
+        .call = call_randint_low_1762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24962,9 +26145,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2788 sample 0",
+        .where = "ops.yaml:3116 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1670,
+        .call = call_randperm_1763,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24972,9 +26155,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2788 sample 1",
+        .where = "ops.yaml:3116 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1671,
+        .call = call_randperm_1764,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24982,112 +26165,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2805 sample 0",
+        .where = "ops.yaml:3133 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1672,
-        .call_inplace = inplace_bernoulli_p_1673,
+        .call = call_bernoulli_p_1765,
+        .call_inplace = inplace_bernoulli_p_1766,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2805 sample 1",
+        .where = "ops.yaml:3133 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1674,
-        .call_inplace = inplace_bernoulli_p_1675,
+        .call = call_bernoulli_p_1767,
+        .call_inplace = inplace_bernoulli_p_1768,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2805 sample 2",
+        .where = "ops.yaml:3133 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1676,
-        .call_inplace = inplace_bernoulli_p_1677,
+        .call = call_bernoulli_p_1769,
+        .call_inplace = inplace_bernoulli_p_1770,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2816 sample 0",
+        .where = "ops.yaml:3144 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1678,
-        .call_inplace = inplace_normal_1679,
+        .call = call_normal_1771,
+        .call_inplace = inplace_normal_1772,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2816 sample 1",
+        .where = "ops.yaml:3144 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1680,
-        .call_inplace = inplace_normal_1681,
+        .call = call_normal_1773,
+        .call_inplace = inplace_normal_1774,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2816 sample 2",
+        .where = "ops.yaml:3144 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1682,
-        .call_inplace = inplace_normal_1683,
+        .call = call_normal_1775,
+        .call_inplace = inplace_normal_1776,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2828 sample 0",
+        .where = "ops.yaml:3156 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1685,
-        .call_inplace = inplace_uniform_1686,
+        .call = call_uniform_1778,
+        .call_inplace = inplace_uniform_1779,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2828 sample 1",
+        .where = "ops.yaml:3156 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1687,
-        .call_inplace = inplace_uniform_1688,
+        .call = call_uniform_1780,
+        .call_inplace = inplace_uniform_1781,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2828 sample 2",
+        .where = "ops.yaml:3156 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1689,
-        .call_inplace = inplace_uniform_1690,
+        .call = call_uniform_1782,
+        .call_inplace = inplace_uniform_1783,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2841 sample 0",
+        .where = "ops.yaml:3169 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1692,
+        .call = call_sum_to_1785,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25095,10 +26278,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2841 sample 1",
+        .where = "ops.yaml:3169 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1693,
+        .call = call_sum_to_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27413,392 +28596,1076 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "max_pool2d: ",
     },
     {
+        .op = "layer_norm",
+        .what = "ops.yaml:2309: len(normalized_shape) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1526,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2311: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1527,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2313: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1528,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2315: bias.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1529,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2303: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1530,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2332: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1536,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2334: num_groups > 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1537,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2336: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1538,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2338: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1539,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2340: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1540,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2342: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1541,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2326: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1542,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2362: len(normalized_shape) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1547,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2364: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1548,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2366: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_rms_norm_1549,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2356: dtype of input",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_rms_norm_1550,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2383: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_1557,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2385: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1558,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2387: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1559,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2389: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1560,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2391: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1561,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2393: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1562,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2395: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1563,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2397: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1564,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2399: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1565,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2377: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1566,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2422: input.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_1569,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2424: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1570,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2426: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1571,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2428: weight.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1572,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2430: bias.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1573,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2432: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1574,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2434: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1575,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2416: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1576,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2449: input.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_training_1579,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2451: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1580,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2453: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1581,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2455: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1582,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2457: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1583,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2459: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1584,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2461: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1585,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2463: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1586,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2465: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1587,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2443: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1588,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "row_norm_backward_input",
+        .what = "ops.yaml:2482: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_input_1589,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_input: ",
+    },
+    {
+        .op = "row_norm_backward_weight",
+        .what = "ops.yaml:2493: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_weight_1590,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_weight: ",
+    },
+    {
+        .op = "row_norm_backward_bias",
+        .what = "ops.yaml:2504: grad_out.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_bias_1591,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward_bias: ",
+    },
+    {
+        .op = "row_norm_double_backward_input",
+        .what = "ops.yaml:2516: input.dim == 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_double_backward_input_1592,
+        .expect = 0,
+        .expect_prefix = "row_norm_double_backward_input: ",
+    },
+    {
+        .op = "row_norm_double_backward_grad_out",
+        .what = "ops.yaml:2527: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_double_backward_grad_out_1593,
+        .expect = 0,
+        .expect_prefix = "row_norm_double_backward_grad_out: ",
+    },
+    {
+        .op = "batch_norm_backward_input",
+        .what = "ops.yaml:2538: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_input_1594,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_input: ",
+    },
+    {
+        .op = "batch_norm_backward_weight",
+        .what = "ops.yaml:2549: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_weight_1595,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_weight: ",
+    },
+    {
+        .op = "batch_norm_backward_bias",
+        .what = "ops.yaml:2560: grad_out.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_1596,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias: ",
+    },
+    {
+        .op = "batch_norm_backward_bias_backward",
+        .what = "ops.yaml:2571: grad.dim == 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_backward_1597,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias_backward: ",
+    },
+    {
+        .op = "batch_norm_backward_bias_backward",
+        .what = "ops.yaml:2573: len(sizes) >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_backward_1598,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias_backward: ",
+    },
+    {
+        .op = "batch_norm_double_backward_input",
+        .what = "ops.yaml:2584: input.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_double_backward_input_1599,
+        .expect = 0,
+        .expect_prefix = "batch_norm_double_backward_input: ",
+    },
+    {
+        .op = "batch_norm_double_backward_grad_out",
+        .what = "ops.yaml:2595: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_double_backward_grad_out_1600,
+        .expect = 0,
+        .expect_prefix = "batch_norm_double_backward_grad_out: ",
+    },
+    {
         .op = "softmax.int",
-        .what = "ops.yaml:2313: is_floating(result_dtype)",
+        .what = "ops.yaml:2610: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1526,
+        .call = error_softmax_1606,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2306: dtype of self",
+        .what = "ops.yaml:2603: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1527,
+        .call = error_softmax_1607,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2306: dim out of range",
+        .what = "ops.yaml:2603: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1528,
+        .call = error_softmax_1608,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2331: is_floating(result_dtype)",
+        .what = "ops.yaml:2628: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1534,
+        .call = error_log_softmax_1614,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2324: dtype of self",
+        .what = "ops.yaml:2621: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1535,
+        .call = error_log_softmax_1615,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2324: dim out of range",
+        .what = "ops.yaml:2621: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1536,
+        .call = error_log_softmax_1616,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2349: grad_output.dim == output.dim",
+        .what = "ops.yaml:2646: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1540,
+        .call = error_softmax_backward_data_1620,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2342: dtype of grad_output",
+        .what = "ops.yaml:2639: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1541,
+        .call = error_softmax_backward_data_1621,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2342: dim out of range",
+        .what = "ops.yaml:2639: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1542,
+        .call = error_softmax_backward_data_1622,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2366: grad_output.dim == output.dim",
+        .what = "ops.yaml:2663: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1546,
+        .call = error_log_softmax_backward_data_1626,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2359: dtype of grad_output",
+        .what = "ops.yaml:2656: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1547,
+        .call = error_log_softmax_backward_data_1627,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2359: dim out of range",
+        .what = "ops.yaml:2656: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1548,
+        .call = error_log_softmax_backward_data_1628,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2403: dtype of input",
+        .what = "ops.yaml:2700: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1554,
+        .call = error_dropout_1634,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2416: reduction not a choice",
+        .what = "ops.yaml:2713: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1560,
+        .call = error_mse_loss_1640,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2416: dtype of self",
+        .what = "ops.yaml:2713: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1561,
+        .call = error_mse_loss_1641,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2431: reduction not a choice",
+        .what = "ops.yaml:2728: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1567,
+        .call = error_l1_loss_1647,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2431: dtype of self",
+        .what = "ops.yaml:2728: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1568,
+        .call = error_l1_loss_1648,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2446: reduction not a choice",
+        .what = "ops.yaml:2743: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1575,
+        .call = error_smooth_l1_loss_1655,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2446: dtype of self",
+        .what = "ops.yaml:2743: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1576,
+        .call = error_smooth_l1_loss_1656,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2462: reduction not a choice",
+        .what = "ops.yaml:2759: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1582,
+        .call = error_huber_loss_1662,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2462: dtype of self",
+        .what = "ops.yaml:2759: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1583,
+        .call = error_huber_loss_1663,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2477: reduction not a choice",
+        .what = "ops.yaml:2774: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1590,
+        .call = error_binary_cross_entropy_1670,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2477: dtype of self",
+        .what = "ops.yaml:2774: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1591,
+        .call = error_binary_cross_entropy_1671,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2494: reduction not a choice",
+        .what = "ops.yaml:2791: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1598,
+        .call = error_binary_cross_entropy_with_logits_1678,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2494: dtype of self",
+        .what = "ops.yaml:2791: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1599,
+        .call = error_binary_cross_entropy_with_logits_1679,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2517: self.dim >= 1",
+        .what = "ops.yaml:2814: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1606,
+        .call = error_nll_loss_1686,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2519: weight.dim == 1",
+        .what = "ops.yaml:2816: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1607,
+        .call = error_nll_loss_1687,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2510: reduction not a choice",
+        .what = "ops.yaml:2807: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1608,
+        .call = error_nll_loss_1688,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2510: dtype of self",
+        .what = "ops.yaml:2807: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1609,
+        .call = error_nll_loss_1689,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2540: self.dim >= 1",
+        .what = "ops.yaml:2837: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1622,
+        .call = error_cross_entropy_loss_1702,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2542: weight.dim == 1",
+        .what = "ops.yaml:2839: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1623,
+        .call = error_cross_entropy_loss_1703,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2533: reduction not a choice",
+        .what = "ops.yaml:2830: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1624,
+        .call = error_cross_entropy_loss_1704,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2533: dtype of self",
+        .what = "ops.yaml:2830: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1625,
+        .call = error_cross_entropy_loss_1705,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2562: reduction not a choice",
+        .what = "ops.yaml:2859: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1631,
+        .call = error_cross_entropy_index_1711,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2562: dtype of self",
+        .what = "ops.yaml:2859: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1632,
+        .call = error_cross_entropy_index_1712,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2894: query.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1720,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2896: key.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1721,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2898: value.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1722,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2900: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1723,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2902: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1724,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:2888: dtype of query",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1725,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:2723: is_floating(result_dtype)",
+        .what = "ops.yaml:3051: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1660,
+        .call = error_rand_1753,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:2734: is_floating(result_dtype)",
+        .what = "ops.yaml:3062: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1662,
+        .call = error_randn_1755,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:2810: dtype of self",
+        .what = "ops.yaml:3138: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1684,
+        .call = error_normal_1777,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:2822: dtype of self",
+        .what = "ops.yaml:3150: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1691,
+        .call = error_uniform_1784,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:2835: dtype of self",
+        .what = "ops.yaml:3163: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1694,
+        .call = error_sum_to_1787,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

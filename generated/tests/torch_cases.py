@@ -4377,418 +4377,630 @@ def case_699(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_700(self):
-    """softmax.int (ops.yaml:2317 sample 0)"""
+def case_700(input, weight, bias):
+    """layer_norm (ops.yaml:2319 sample 0)"""
+    normalized_shape = [4]
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_701(input, weight):
+    """layer_norm (ops.yaml:2319 sample 1)"""
+    normalized_shape = [3, 4]
+    bias = None
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_702(input, bias):
+    """layer_norm (ops.yaml:2319 sample 2)"""
+    normalized_shape = [5]
+    weight = None
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_703(input, weight, bias):
+    """layer_norm (ops.yaml:2319 sample 3)"""
+    normalized_shape = [4]
+    eps = 1e-05
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_704(input):
+    """layer_norm (ops.yaml:2319 sample 4)"""
+    normalized_shape = [5]
+    weight = None
+    bias = None
+    eps = 0.001
+    cudnn_enable = True
+    return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def case_705(input, weight, bias):
+    """group_norm (ops.yaml:2346 sample 0)"""
+    num_groups = 2
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_706(input, weight):
+    """group_norm (ops.yaml:2346 sample 1)"""
+    num_groups = 3
+    bias = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_707(input, bias):
+    """group_norm (ops.yaml:2346 sample 2)"""
+    num_groups = 2
+    weight = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_708(input, weight, bias):
+    """group_norm (ops.yaml:2346 sample 3)"""
+    num_groups = 4
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_709(input):
+    """group_norm (ops.yaml:2346 sample 4)"""
+    num_groups = 1
+    weight = None
+    bias = None
+    eps = 1e-05
+    cudnn_enabled = True
+    return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_710(input, weight):
+    """rms_norm (ops.yaml:2370 sample 0)"""
+    normalized_shape = [4]
+    eps = None
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_711(input):
+    """rms_norm (ops.yaml:2370 sample 1)"""
+    normalized_shape = [3, 4]
+    weight = None
+    eps = 1e-06
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_712(input, weight):
+    """rms_norm (ops.yaml:2370 sample 2)"""
+    normalized_shape = [5]
+    eps = 0.01
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_713(input, weight):
+    """rms_norm (ops.yaml:2370 sample 3)"""
+    normalized_shape = [4]
+    eps = None
+    return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
+
+
+def case_714(input, weight, bias):
+    """batch_norm (ops.yaml:2404 sample 0)"""
+    running_mean = None
+    running_var = None
+    training = True
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_715(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2404 sample 1)"""
+    weight = None
+    bias = None
+    training = True
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_716(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2404 sample 2)"""
+    bias = None
+    training = True
+    momentum = 0.3
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_717(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2404 sample 3)"""
+    bias = None
+    training = False
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_718(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2404 sample 4)"""
+    weight = None
+    training = False
+    momentum = 0.1
+    eps = 0.001
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_719(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2404 sample 5)"""
+    weight = None
+    training = False
+    momentum = 0.1
+    eps = 1e-05
+    cudnn_enabled = False
+    return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
+
+
+def case_720(input, weight, bias):
+    """row_norm (ops.yaml:2438 sample 0)"""
+    center = True
+    eps = 1e-05
+    return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
+
+
+def case_721(input, weight):
+    """row_norm (ops.yaml:2438 sample 1)"""
+    bias = None
+    center = False
+    eps = 1e-05
+    return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
+
+
+def case_722(input, weight, bias):
+    """batch_norm_training (ops.yaml:2469 sample 0)"""
+    running_mean = None
+    running_var = None
+    momentum = 0.1
+    eps = 1e-05
+    return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
+
+
+def case_723(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2469 sample 1)"""
+    weight = None
+    bias = None
+    momentum = 0.1
+    eps = 1e-05
+    return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
+
+
+def case_724(self):
+    """softmax.int (ops.yaml:2614 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_701(self):
-    """softmax.int (ops.yaml:2317 sample 1)"""
+def case_725(self):
+    """softmax.int (ops.yaml:2614 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_702(self):
-    """softmax.int (ops.yaml:2317 sample 2)"""
+def case_726(self):
+    """softmax.int (ops.yaml:2614 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_703(self):
-    """softmax.int (ops.yaml:2317 sample 3)"""
+def case_727(self):
+    """softmax.int (ops.yaml:2614 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_704(self):
-    """softmax.int (ops.yaml:2317 sample 4)"""
+def case_728(self):
+    """softmax.int (ops.yaml:2614 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_705(self):
-    """log_softmax.int (ops.yaml:2335 sample 0)"""
+def case_729(self):
+    """log_softmax.int (ops.yaml:2632 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_706(self):
-    """log_softmax.int (ops.yaml:2335 sample 1)"""
+def case_730(self):
+    """log_softmax.int (ops.yaml:2632 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_707(self):
-    """log_softmax.int (ops.yaml:2335 sample 2)"""
+def case_731(self):
+    """log_softmax.int (ops.yaml:2632 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_708(self):
-    """log_softmax.int (ops.yaml:2335 sample 3)"""
+def case_732(self):
+    """log_softmax.int (ops.yaml:2632 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_709(self):
-    """log_softmax.int (ops.yaml:2335 sample 4)"""
+def case_733(self):
+    """log_softmax.int (ops.yaml:2632 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_710(grad_output, output):
-    """softmax_backward_data (ops.yaml:2353 sample 0)"""
+def case_734(grad_output, output):
+    """softmax_backward_data (ops.yaml:2650 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_711(grad_output, output):
-    """softmax_backward_data (ops.yaml:2353 sample 1)"""
+def case_735(grad_output, output):
+    """softmax_backward_data (ops.yaml:2650 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_712(grad_output, output):
-    """softmax_backward_data (ops.yaml:2353 sample 2)"""
+def case_736(grad_output, output):
+    """softmax_backward_data (ops.yaml:2650 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_713(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2370 sample 0)"""
+def case_737(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2667 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_714(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2370 sample 1)"""
+def case_738(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2667 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_715(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2370 sample 2)"""
+def case_739(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2667 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_716(input):
-    """dropout (ops.yaml:2409 sample 0)"""
+def case_740(input):
+    """dropout (ops.yaml:2706 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_717(input):
-    """dropout (ops.yaml:2409 sample 1)"""
+def case_741(input):
+    """dropout (ops.yaml:2706 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_718(input):
-    """dropout (ops.yaml:2409 sample 2)"""
+def case_742(input):
+    """dropout (ops.yaml:2706 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_719(input):
-    """dropout (ops.yaml:2409 sample 3)"""
+def case_743(input):
+    """dropout (ops.yaml:2706 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_720(input):
-    """dropout (ops.yaml:2409 sample 4)"""
+def case_744(input):
+    """dropout (ops.yaml:2706 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_721(self, target):
-    """mse_loss (ops.yaml:2423 sample 0)"""
+def case_745(self, target):
+    """mse_loss (ops.yaml:2720 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_722(self, target):
-    """mse_loss (ops.yaml:2423 sample 1)"""
+def case_746(self, target):
+    """mse_loss (ops.yaml:2720 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_723(self, target):
-    """mse_loss (ops.yaml:2423 sample 2)"""
+def case_747(self, target):
+    """mse_loss (ops.yaml:2720 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_724(self, target):
-    """mse_loss (ops.yaml:2423 sample 3)"""
+def case_748(self, target):
+    """mse_loss (ops.yaml:2720 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_725(self, target):
-    """mse_loss (ops.yaml:2423 sample 4)"""
+def case_749(self, target):
+    """mse_loss (ops.yaml:2720 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_726(self, target):
-    """l1_loss (ops.yaml:2438 sample 0)"""
+def case_750(self, target):
+    """l1_loss (ops.yaml:2735 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_727(self, target):
-    """l1_loss (ops.yaml:2438 sample 1)"""
+def case_751(self, target):
+    """l1_loss (ops.yaml:2735 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_728(self, target):
-    """l1_loss (ops.yaml:2438 sample 2)"""
+def case_752(self, target):
+    """l1_loss (ops.yaml:2735 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_729(self, target):
-    """l1_loss (ops.yaml:2438 sample 3)"""
+def case_753(self, target):
+    """l1_loss (ops.yaml:2735 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_730(self, target):
-    """l1_loss (ops.yaml:2438 sample 4)"""
+def case_754(self, target):
+    """l1_loss (ops.yaml:2735 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_731(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 0)"""
+def case_755(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_732(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 1)"""
+def case_756(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_733(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 2)"""
+def case_757(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_734(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 3)"""
+def case_758(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_735(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 4)"""
+def case_759(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_736(self, target):
-    """smooth_l1_loss (ops.yaml:2453 sample 5)"""
+def case_760(self, target):
+    """smooth_l1_loss (ops.yaml:2750 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_737(self, target):
-    """huber_loss (ops.yaml:2469 sample 0)"""
+def case_761(self, target):
+    """huber_loss (ops.yaml:2766 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_738(self, target):
-    """huber_loss (ops.yaml:2469 sample 1)"""
+def case_762(self, target):
+    """huber_loss (ops.yaml:2766 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_739(self, target):
-    """huber_loss (ops.yaml:2469 sample 2)"""
+def case_763(self, target):
+    """huber_loss (ops.yaml:2766 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_740(self, target):
-    """huber_loss (ops.yaml:2469 sample 3)"""
+def case_764(self, target):
+    """huber_loss (ops.yaml:2766 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_741(self, target):
-    """huber_loss (ops.yaml:2469 sample 4)"""
+def case_765(self, target):
+    """huber_loss (ops.yaml:2766 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_742(self, target):
-    """binary_cross_entropy (ops.yaml:2485 sample 0)"""
+def case_766(self, target):
+    """binary_cross_entropy (ops.yaml:2782 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_743(self, target):
-    """binary_cross_entropy (ops.yaml:2485 sample 1)"""
+def case_767(self, target):
+    """binary_cross_entropy (ops.yaml:2782 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_744(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2485 sample 2)"""
+def case_768(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2782 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_745(self, target):
-    """binary_cross_entropy (ops.yaml:2485 sample 3)"""
+def case_769(self, target):
+    """binary_cross_entropy (ops.yaml:2782 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_746(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2485 sample 4)"""
+def case_770(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2782 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_747(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2485 sample 5)"""
+def case_771(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2782 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_748(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 0)"""
+def case_772(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_749(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 1)"""
+def case_773(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_750(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 2)"""
+def case_774(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_751(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 3)"""
+def case_775(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_752(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 4)"""
+def case_776(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_753(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 5)"""
+def case_777(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2798 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_754(self, target):
-    """nll_loss (ops.yaml:2524 sample 0)"""
+def case_778(self, target):
+    """nll_loss (ops.yaml:2821 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_755(self, target, weight):
-    """nll_loss (ops.yaml:2524 sample 1)"""
+def case_779(self, target, weight):
+    """nll_loss (ops.yaml:2821 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_756(self, target, weight):
-    """nll_loss (ops.yaml:2524 sample 2)"""
+def case_780(self, target, weight):
+    """nll_loss (ops.yaml:2821 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_757(self, target):
-    """nll_loss (ops.yaml:2524 sample 3)"""
+def case_781(self, target):
+    """nll_loss (ops.yaml:2821 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_758(self, target, weight):
-    """nll_loss (ops.yaml:2524 sample 4)"""
+def case_782(self, target, weight):
+    """nll_loss (ops.yaml:2821 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_759(self, target):
-    """nll_loss (ops.yaml:2524 sample 5)"""
+def case_783(self, target):
+    """nll_loss (ops.yaml:2821 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_760(self, target):
-    """cross_entropy_loss (ops.yaml:2547 sample 0)"""
+def case_784(self, target):
+    """cross_entropy_loss (ops.yaml:2844 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4796,32 +5008,32 @@ def case_760(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_761(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 1)"""
+def case_785(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_762(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 2)"""
+def case_786(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_763(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 3)"""
+def case_787(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_764(self, target):
-    """cross_entropy_loss (ops.yaml:2547 sample 4)"""
+def case_788(self, target):
+    """cross_entropy_loss (ops.yaml:2844 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4829,8 +5041,8 @@ def case_764(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_765(self, target):
-    """cross_entropy_loss (ops.yaml:2547 sample 5)"""
+def case_789(self, target):
+    """cross_entropy_loss (ops.yaml:2844 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4838,16 +5050,16 @@ def case_765(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_766(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 6)"""
+def case_790(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_767(self, target):
-    """cross_entropy_loss (ops.yaml:2547 sample 7)"""
+def case_791(self, target):
+    """cross_entropy_loss (ops.yaml:2844 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4855,24 +5067,24 @@ def case_767(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_768(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 8)"""
+def case_792(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_769(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 9)"""
+def case_793(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_770(self, target):
-    """cross_entropy_loss (ops.yaml:2547 sample 10)"""
+def case_794(self, target):
+    """cross_entropy_loss (ops.yaml:2844 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4880,16 +5092,16 @@ def case_770(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_771(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2547 sample 11)"""
+def case_795(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2844 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_772(self, target):
-    """cross_entropy_index (ops.yaml:2572 sample 0)"""
+def case_796(self, target):
+    """cross_entropy_index (ops.yaml:2869 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -4897,8 +5109,8 @@ def case_772(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_773(self, target):
-    """cross_entropy_index (ops.yaml:2572 sample 1)"""
+def case_797(self, target):
+    """cross_entropy_index (ops.yaml:2869 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -4906,8 +5118,8 @@ def case_773(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_774(self, target):
-    """cross_entropy_index (ops.yaml:2572 sample 2)"""
+def case_798(self, target):
+    """cross_entropy_index (ops.yaml:2869 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4915,8 +5127,8 @@ def case_774(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_775(self, target):
-    """cross_entropy_index (ops.yaml:2572 sample 3)"""
+def case_799(self, target):
+    """cross_entropy_index (ops.yaml:2869 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4924,8 +5136,8 @@ def case_775(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_776(self, target):
-    """cross_entropy_index (ops.yaml:2572 sample 4)"""
+def case_800(self, target):
+    """cross_entropy_index (ops.yaml:2869 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4933,48 +5145,109 @@ def case_776(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_777():
-    """empty (ops.yaml:2598 sample 0)"""
+def case_801(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 0)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_802(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 1)"""
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_803(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 2)"""
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_804(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 3)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = True
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_805(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 4)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_806(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_807(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:2906 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_808():
+    """empty (ops.yaml:2926 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_778():
-    """empty (ops.yaml:2598 sample 1)"""
+def case_809():
+    """empty (ops.yaml:2926 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_779():
-    """empty (ops.yaml:2598 sample 2)"""
+def case_810():
+    """empty (ops.yaml:2926 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_780():
-    """zeros (ops.yaml:2605 sample 0)"""
+def case_811():
+    """zeros (ops.yaml:2933 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_781():
-    """ones (ops.yaml:2613 sample 0)"""
+def case_812():
+    """ones (ops.yaml:2941 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_782():
-    """full (ops.yaml:2628 sample 0)"""
+def case_813():
+    """full (ops.yaml:2956 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -4982,8 +5255,8 @@ def case_782():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_783():
-    """full (ops.yaml:2628 sample 1)"""
+def case_814():
+    """full (ops.yaml:2956 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -4991,8 +5264,8 @@ def case_783():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_784():
-    """full (ops.yaml:2628 sample 2)"""
+def case_815():
+    """full (ops.yaml:2956 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5000,71 +5273,71 @@ def case_784():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_785(self):
-    """empty_like (ops.yaml:2639 sample 0)"""
+def case_816(self):
+    """empty_like (ops.yaml:2967 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_786(self):
-    """empty_like (ops.yaml:2639 sample 1)"""
+def case_817(self):
+    """empty_like (ops.yaml:2967 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_787(self):
-    """empty_like (ops.yaml:2639 sample 2)"""
+def case_818(self):
+    """empty_like (ops.yaml:2967 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_788(self):
-    """ones_like (ops.yaml:2659 sample 0)"""
+def case_819(self):
+    """ones_like (ops.yaml:2987 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_789(self):
-    """ones_like (ops.yaml:2659 sample 1)"""
+def case_820(self):
+    """ones_like (ops.yaml:2987 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_790(self):
-    """ones_like (ops.yaml:2659 sample 2)"""
+def case_821(self):
+    """ones_like (ops.yaml:2987 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_791(self):
-    """ones_like (ops.yaml:2659 sample 3)"""
+def case_822(self):
+    """ones_like (ops.yaml:2987 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_792(self):
-    """full_like (ops.yaml:2671 sample 0)"""
+def case_823(self):
+    """full_like (ops.yaml:2999 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_793(self):
-    """full_like (ops.yaml:2671 sample 1)"""
+def case_824(self):
+    """full_like (ops.yaml:2999 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_794(self):
-    """full_like (ops.yaml:2671 sample 2)"""
+def case_825(self):
+    """full_like (ops.yaml:2999 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_795():
-    """arange (ops.yaml:2676 sample 0)"""
+def case_826():
+    """arange (ops.yaml:3004 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5073,8 +5346,8 @@ def case_795():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_796():
-    """linspace (ops.yaml:2691 sample 0)"""
+def case_827():
+    """linspace (ops.yaml:3019 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5083,8 +5356,8 @@ def case_796():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_797():
-    """linspace (ops.yaml:2691 sample 1)"""
+def case_828():
+    """linspace (ops.yaml:3019 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5093,8 +5366,8 @@ def case_797():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_798():
-    """linspace (ops.yaml:2691 sample 2)"""
+def case_829():
+    """linspace (ops.yaml:3019 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5103,24 +5376,24 @@ def case_798():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_799():
-    """eye (ops.yaml:2703 sample 0)"""
+def case_830():
+    """eye (ops.yaml:3031 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_800():
-    """eye (ops.yaml:2703 sample 1)"""
+def case_831():
+    """eye (ops.yaml:3031 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_801():
-    """eye.m (ops.yaml:2714 sample 0)"""
+def case_832():
+    """eye.m (ops.yaml:3042 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5128,8 +5401,8 @@ def case_801():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_802():
-    """eye.m (ops.yaml:2714 sample 1)"""
+def case_833():
+    """eye.m (ops.yaml:3042 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5137,8 +5410,8 @@ def case_802():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_803():
-    """rand (ops.yaml:2718 sample 0)"""
+def case_834():
+    """rand (ops.yaml:3046 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5146,8 +5419,8 @@ def case_803():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_804():
-    """randn (ops.yaml:2729 sample 0)"""
+def case_835():
+    """randn (ops.yaml:3057 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5155,36 +5428,36 @@ def case_804():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_805(self):
-    """rand_like (ops.yaml:2746 sample 0)"""
+def case_836(self):
+    """rand_like (ops.yaml:3074 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_806(self):
-    """rand_like (ops.yaml:2746 sample 1)"""
+def case_837(self):
+    """rand_like (ops.yaml:3074 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_807(self):
-    """randn_like (ops.yaml:2756 sample 0)"""
+def case_838(self):
+    """randn_like (ops.yaml:3084 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_808(self):
-    """randn_like (ops.yaml:2756 sample 1)"""
+def case_839(self):
+    """randn_like (ops.yaml:3084 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_809():
-    """randint (ops.yaml:2767 sample 0)"""
+def case_840():
+    """randint (ops.yaml:3095 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5193,8 +5466,8 @@ def case_809():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_810():
-    """randint (ops.yaml:2767 sample 1)"""
+def case_841():
+    """randint (ops.yaml:3095 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5203,8 +5476,8 @@ def case_810():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_811():
-    """randint.low (ops.yaml:2778 sample 0)"""
+def case_842():
+    """randint.low (ops.yaml:3106 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5214,8 +5487,8 @@ def case_811():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_812():
-    """randperm (ops.yaml:2788 sample 0)"""
+def case_843():
+    """randperm (ops.yaml:3116 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5223,8 +5496,8 @@ def case_812():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_813():
-    """randperm (ops.yaml:2788 sample 1)"""
+def case_844():
+    """randperm (ops.yaml:3116 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5232,83 +5505,83 @@ def case_813():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_814(self):
-    """bernoulli.p (ops.yaml:2805 sample 0)"""
+def case_845(self):
+    """bernoulli.p (ops.yaml:3133 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_815(self):
-    """bernoulli.p (ops.yaml:2805 sample 1)"""
+def case_846(self):
+    """bernoulli.p (ops.yaml:3133 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_816(self):
-    """bernoulli.p (ops.yaml:2805 sample 2)"""
+def case_847(self):
+    """bernoulli.p (ops.yaml:3133 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_817(self):
-    """normal (ops.yaml:2816 sample 0)"""
+def case_848(self):
+    """normal (ops.yaml:3144 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_818(self):
-    """normal (ops.yaml:2816 sample 1)"""
+def case_849(self):
+    """normal (ops.yaml:3144 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_819(self):
-    """normal (ops.yaml:2816 sample 2)"""
+def case_850(self):
+    """normal (ops.yaml:3144 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_820(self):
-    """uniform (ops.yaml:2828 sample 0)"""
+def case_851(self):
+    """uniform (ops.yaml:3156 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_821(self):
-    """uniform (ops.yaml:2828 sample 1)"""
+def case_852(self):
+    """uniform (ops.yaml:3156 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_822(self):
-    """uniform (ops.yaml:2828 sample 2)"""
+def case_853(self):
+    """uniform (ops.yaml:3156 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_823(self):
-    """sum_to (ops.yaml:2841 sample 0)"""
+def case_854(self):
+    """sum_to (ops.yaml:3169 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_824(self):
-    """sum_to (ops.yaml:2841 sample 1)"""
+def case_855(self):
+    """sum_to (ops.yaml:3169 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -7414,379 +7687,472 @@ CASES = [
     dict(op="max_pool2d", where="ops.yaml:2294 sample 2", fn=case_699, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2317 sample 0", fn=case_700, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2317 sample 1", fn=case_701, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2317 sample 2", fn=case_702, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2317 sample 3", fn=case_703, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2317 sample 4", fn=case_704, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2335 sample 0", fn=case_705, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2335 sample 1", fn=case_706, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2335 sample 2", fn=case_707, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2335 sample 3", fn=case_708, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2335 sample 4", fn=case_709, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 0", fn=case_710, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 1", fn=case_711, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 2", fn=case_712, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 0", fn=case_713, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 1", fn=case_714, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 2", fn=case_715, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dropout", where="ops.yaml:2409 sample 0", fn=case_716, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2409 sample 1", fn=case_717, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2409 sample 2", fn=case_718, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2409 sample 3", fn=case_719, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2409 sample 4", fn=case_720, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="mse_loss", where="ops.yaml:2423 sample 0", fn=case_721, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2423 sample 1", fn=case_722, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2423 sample 2", fn=case_723, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2423 sample 3", fn=case_724, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2423 sample 4", fn=case_725, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2438 sample 0", fn=case_726, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2438 sample 1", fn=case_727, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2438 sample 2", fn=case_728, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2438 sample 3", fn=case_729, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2438 sample 4", fn=case_730, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 0", fn=case_731, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 1", fn=case_732, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 2", fn=case_733, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 3", fn=case_734, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 4", fn=case_735, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 5", fn=case_736, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2469 sample 0", fn=case_737, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2469 sample 1", fn=case_738, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2469 sample 2", fn=case_739, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2469 sample 3", fn=case_740, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2469 sample 4", fn=case_741, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 0", fn=case_742, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 1", fn=case_743, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 2", fn=case_744, tensors=["self", "target", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2319 sample 0", fn=case_700, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 3", fn=case_745, tensors=["self", "target"],
+    dict(op="layer_norm", where="ops.yaml:2319 sample 1", fn=case_701, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 4", fn=case_746, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 5", fn=case_747, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 0", fn=case_748, tensors=["self", "target"],
+    dict(op="layer_norm", where="ops.yaml:2319 sample 2", fn=case_702, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 1", fn=case_749, tensors=["self", "target", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2319 sample 3", fn=case_703, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 2", fn=case_750, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="layer_norm", where="ops.yaml:2319 sample 4", fn=case_704, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2346 sample 0", fn=case_705, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2346 sample 1", fn=case_706, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2346 sample 2", fn=case_707, tensors=["input", "bias"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2346 sample 3", fn=case_708, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2346 sample 4", fn=case_709, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2370 sample 0", fn=case_710, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2370 sample 1", fn=case_711, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2370 sample 2", fn=case_712, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2370 sample 3", fn=case_713, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2404 sample 0", fn=case_714, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2404 sample 1", fn=case_715, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2404 sample 2", fn=case_716, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 3", fn=case_751, tensors=["self", "target", "pos_weight"],
+    dict(op="batch_norm", where="ops.yaml:2404 sample 3", fn=case_717, tensors=["input", "weight", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2404 sample 4", fn=case_718, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="batch_norm", where="ops.yaml:2404 sample 5", fn=case_719, tensors=["input", "bias", "running_mean", "running_var"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="row_norm", where="ops.yaml:2438 sample 0", fn=case_720, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 4", fn=case_752, tensors=["self", "target", "pos_weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 5", fn=case_753, tensors=["self", "target"],
+    dict(op="row_norm", where="ops.yaml:2438 sample 1", fn=case_721, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 0", fn=case_754, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="batch_norm_training", where="ops.yaml:2469 sample 0", fn=case_722, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 1", fn=case_755, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="batch_norm_training", where="ops.yaml:2469 sample 1", fn=case_723, tensors=["input", "running_mean", "running_var"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 2", fn=case_756, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="softmax.int", where="ops.yaml:2614 sample 0", fn=case_724, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 3", fn=case_757, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="softmax.int", where="ops.yaml:2614 sample 1", fn=case_725, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 4", fn=case_758, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="softmax.int", where="ops.yaml:2614 sample 2", fn=case_726, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2524 sample 5", fn=case_759, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="softmax.int", where="ops.yaml:2614 sample 3", fn=case_727, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 0", fn=case_760, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="softmax.int", where="ops.yaml:2614 sample 4", fn=case_728, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 1", fn=case_761, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="log_softmax.int", where="ops.yaml:2632 sample 0", fn=case_729, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 2", fn=case_762, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="log_softmax.int", where="ops.yaml:2632 sample 1", fn=case_730, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 3", fn=case_763, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="log_softmax.int", where="ops.yaml:2632 sample 2", fn=case_731, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 4", fn=case_764, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="log_softmax.int", where="ops.yaml:2632 sample 3", fn=case_732, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 5", fn=case_765, tensors=["self", "target"],
-         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+    dict(op="log_softmax.int", where="ops.yaml:2632 sample 4", fn=case_733, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 6", fn=case_766, tensors=["self", "target", "weight"],
-         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 7", fn=case_767, tensors=["self", "target"],
+    dict(op="softmax_backward_data", where="ops.yaml:2650 sample 0", fn=case_734, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 8", fn=case_768, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 9", fn=case_769, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 10", fn=case_770, tensors=["self", "target"],
+    dict(op="softmax_backward_data", where="ops.yaml:2650 sample 1", fn=case_735, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 11", fn=case_771, tensors=["self", "target", "weight"],
+    dict(op="softmax_backward_data", where="ops.yaml:2650 sample 2", fn=case_736, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2667 sample 0", fn=case_737, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2667 sample 1", fn=case_738, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2667 sample 2", fn=case_739, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:2706 sample 0", fn=case_740, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2706 sample 1", fn=case_741, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2706 sample 2", fn=case_742, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2706 sample 3", fn=case_743, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2706 sample 4", fn=case_744, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2720 sample 0", fn=case_745, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2720 sample 1", fn=case_746, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2720 sample 2", fn=case_747, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2720 sample 3", fn=case_748, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2720 sample 4", fn=case_749, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2735 sample 0", fn=case_750, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2735 sample 1", fn=case_751, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2735 sample 2", fn=case_752, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2735 sample 3", fn=case_753, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2735 sample 4", fn=case_754, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 0", fn=case_755, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 1", fn=case_756, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 2", fn=case_757, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 3", fn=case_758, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 4", fn=case_759, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2750 sample 5", fn=case_760, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2766 sample 0", fn=case_761, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2766 sample 1", fn=case_762, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2766 sample 2", fn=case_763, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2766 sample 3", fn=case_764, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2766 sample 4", fn=case_765, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 0", fn=case_766, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 1", fn=case_767, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 2", fn=case_768, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 0", fn=case_772, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 3", fn=case_769, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 4", fn=case_770, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2782 sample 5", fn=case_771, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 0", fn=case_772, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 1", fn=case_773, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 2", fn=case_774, tensors=["self", "target", "weight", "pos_weight"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 3", fn=case_775, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 4", fn=case_776, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2798 sample 5", fn=case_777, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2821 sample 0", fn=case_778, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 1", fn=case_773, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2821 sample 1", fn=case_779, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2821 sample 2", fn=case_780, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2821 sample 3", fn=case_781, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 2", fn=case_774, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2821 sample 4", fn=case_782, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2821 sample 5", fn=case_783, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 3", fn=case_775, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 0", fn=case_784, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 4", fn=case_776, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 1", fn=case_785, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 2", fn=case_786, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 3", fn=case_787, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 4", fn=case_788, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2598 sample 0", fn=case_777, tensors=[],
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 5", fn=case_789, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 6", fn=case_790, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 7", fn=case_791, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 8", fn=case_792, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 9", fn=case_793, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 10", fn=case_794, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2844 sample 11", fn=case_795, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2869 sample 0", fn=case_796, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2869 sample 1", fn=case_797, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2869 sample 2", fn=case_798, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2869 sample 3", fn=case_799, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2869 sample 4", fn=case_800, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 0", fn=case_801, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 1", fn=case_802, tensors=["query", "key", "value", "attn_mask"],
+         free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 2", fn=case_803, tensors=["query", "key", "value", "attn_mask"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 3", fn=case_804, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 4", fn=case_805, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 5", fn=case_806, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention", where="ops.yaml:2906 sample 6", fn=case_807, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:2926 sample 0", fn=case_808, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2598 sample 1", fn=case_778, tensors=[],
+    dict(op="empty", where="ops.yaml:2926 sample 1", fn=case_809, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2598 sample 2", fn=case_779, tensors=[],
+    dict(op="empty", where="ops.yaml:2926 sample 2", fn=case_810, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2605 sample 0", fn=case_780, tensors=[],
+    dict(op="zeros", where="ops.yaml:2933 sample 0", fn=case_811, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2613 sample 0", fn=case_781, tensors=[],
+    dict(op="ones", where="ops.yaml:2941 sample 0", fn=case_812, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2628 sample 0", fn=case_782, tensors=[],
+    dict(op="full", where="ops.yaml:2956 sample 0", fn=case_813, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2628 sample 1", fn=case_783, tensors=[],
+    dict(op="full", where="ops.yaml:2956 sample 1", fn=case_814, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2628 sample 2", fn=case_784, tensors=[],
+    dict(op="full", where="ops.yaml:2956 sample 2", fn=case_815, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2639 sample 0", fn=case_785, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2967 sample 0", fn=case_816, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2639 sample 1", fn=case_786, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2967 sample 1", fn=case_817, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2639 sample 2", fn=case_787, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2967 sample 2", fn=case_818, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2659 sample 0", fn=case_788, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2987 sample 0", fn=case_819, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2659 sample 1", fn=case_789, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2987 sample 1", fn=case_820, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2659 sample 2", fn=case_790, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2987 sample 2", fn=case_821, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2659 sample 3", fn=case_791, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2987 sample 3", fn=case_822, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2671 sample 0", fn=case_792, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2999 sample 0", fn=case_823, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2671 sample 1", fn=case_793, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2999 sample 1", fn=case_824, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2671 sample 2", fn=case_794, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2999 sample 2", fn=case_825, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2676 sample 0", fn=case_795, tensors=[],
+    dict(op="arange", where="ops.yaml:3004 sample 0", fn=case_826, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2691 sample 0", fn=case_796, tensors=[],
+    dict(op="linspace", where="ops.yaml:3019 sample 0", fn=case_827, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2691 sample 1", fn=case_797, tensors=[],
+    dict(op="linspace", where="ops.yaml:3019 sample 1", fn=case_828, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2691 sample 2", fn=case_798, tensors=[],
+    dict(op="linspace", where="ops.yaml:3019 sample 2", fn=case_829, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2703 sample 0", fn=case_799, tensors=[],
+    dict(op="eye", where="ops.yaml:3031 sample 0", fn=case_830, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2703 sample 1", fn=case_800, tensors=[],
+    dict(op="eye", where="ops.yaml:3031 sample 1", fn=case_831, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2714 sample 0", fn=case_801, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3042 sample 0", fn=case_832, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2714 sample 1", fn=case_802, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3042 sample 1", fn=case_833, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2718 sample 0", fn=case_803, tensors=[],
+    dict(op="rand", where="ops.yaml:3046 sample 0", fn=case_834, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2729 sample 0", fn=case_804, tensors=[],
+    dict(op="randn", where="ops.yaml:3057 sample 0", fn=case_835, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2746 sample 0", fn=case_805, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3074 sample 0", fn=case_836, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2746 sample 1", fn=case_806, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3074 sample 1", fn=case_837, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2756 sample 0", fn=case_807, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3084 sample 0", fn=case_838, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2756 sample 1", fn=case_808, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3084 sample 1", fn=case_839, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2767 sample 0", fn=case_809, tensors=[],
+    dict(op="randint", where="ops.yaml:3095 sample 0", fn=case_840, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2767 sample 1", fn=case_810, tensors=[],
+    dict(op="randint", where="ops.yaml:3095 sample 1", fn=case_841, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2778 sample 0", fn=case_811, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3106 sample 0", fn=case_842, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2788 sample 0", fn=case_812, tensors=[],
+    dict(op="randperm", where="ops.yaml:3116 sample 0", fn=case_843, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2788 sample 1", fn=case_813, tensors=[],
+    dict(op="randperm", where="ops.yaml:3116 sample 1", fn=case_844, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2805 sample 0", fn=case_814, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3133 sample 0", fn=case_845, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2805 sample 1", fn=case_815, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3133 sample 1", fn=case_846, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2805 sample 2", fn=case_816, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3133 sample 2", fn=case_847, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2816 sample 0", fn=case_817, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3144 sample 0", fn=case_848, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2816 sample 1", fn=case_818, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3144 sample 1", fn=case_849, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2816 sample 2", fn=case_819, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3144 sample 2", fn=case_850, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2828 sample 0", fn=case_820, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3156 sample 0", fn=case_851, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2828 sample 1", fn=case_821, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3156 sample 1", fn=case_852, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2828 sample 2", fn=case_822, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3156 sample 2", fn=case_853, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2841 sample 0", fn=case_823, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3169 sample 0", fn=case_854, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2841 sample 1", fn=case_824, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3169 sample 1", fn=case_855, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
