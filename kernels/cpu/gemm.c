@@ -265,9 +265,11 @@ gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa,
     if (threads > 1 && batch >= threads && macs < PARALLEL_MACS &&
         yt__gemm_threads(macs * (double)batch, threads, p->f64) > 1) {
         yt_status status = YT_OK;
-        int64_t caller_end = 0, last_end = 0;
+        int64_t start = yt__gemm_now_ns(), caller_start = 0, caller_end = 0, last_end = 0;
 #pragma omp parallel num_threads(threads)
         {
+            if (omp_get_thread_num() == 0)
+                caller_start = yt__gemm_now_ns();
             int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();
             for (int64_t i = batch * id / nt; i < batch * (id + 1) / nt; i++) {
                 problem e = entry(p, i, bsa, bsb, bsc);
@@ -284,7 +286,8 @@ gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa,
                                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))
                 ;
         }
-        yt__gemm_threads_observe(last_end - caller_end);
+        yt__gemm_threads_observe(caller_start - start +
+                                 (last_end > caller_end ? last_end - caller_end : 0));
         if (status != YT_OK)
             return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");
         return YT_OK;

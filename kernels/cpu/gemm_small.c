@@ -267,9 +267,11 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
         if (threads <= 1)                                                                          \
             return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);           \
         yt_status status = YT_OK;                                                                  \
-        int64_t caller_end = 0, last_end = 0;                                                      \
+        int64_t start = yt__gemm_now_ns(), caller_start = 0, caller_end = 0, last_end = 0;         \
         _Pragma("omp parallel num_threads(threads)")                                               \
         {                                                                                          \
+            if (omp_get_thread_num() == 0)                                                         \
+                caller_start = yt__gemm_now_ns();                                                  \
             /* the calling thread (0) takes the last, largest share */                             \
             int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();                    \
             int64_t lo = tiles * id / nt, hi = tiles * (id + 1) / nt;                              \
@@ -296,7 +298,8 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
                                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
                 ;                                                                                  \
         }                                                                                          \
-        yt__gemm_threads_observe(last_end - caller_end);                                           \
+        yt__gemm_threads_observe(caller_start - start +                                            \
+                                 (last_end > caller_end ? last_end - caller_end : 0));             \
         if (status != YT_OK)                                                                       \
             return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");        \
         return YT_OK;                                                                              \

@@ -1,15 +1,17 @@
 /* How many threads a small-path GEMM uses: from its size, and from what parallel products have
- * recently cost the calling thread in waiting.
+ * recently cost the calling thread.
  *
  * On a machine of its own a second thread starts within a microsecond or two and pays from
- * about 96^3 multiply-adds. On a shared, oversubscribed one (other processes on the other
- * cores) it may start, or be preempted, milliseconds late, and the product waits for it: two
- * threads then lose badly to one. So the driver reports, after each parallel product, how long
- * the calling thread waited for the others once its own share was done, and a product runs in
- * parallel only when the time a split saves (estimated from its size) is at least twice the
- * median of the last 8 waits. Every 50 ms a refused product runs in parallel anyway, so that a
- * machine that quietens down is noticed (at the cost of one possible stall per 50 ms). Thread-safe (relaxed atomics; a lost update only
- * delays the adaptation). */
+ * about 96^3 multiply-adds. With OMP_WAIT_POLICY=PASSIVE each region wakes a sleeping thread
+ * (tens of microseconds in a VM), and on a shared, oversubscribed machine (other processes on
+ * the other cores) a thread may start, or be preempted, milliseconds late while the product
+ * waits for it: two threads then lose badly to one. So the driver reports, after each parallel
+ * product, what the split cost the calling thread: starting the region, and waiting for the
+ * others once its own share was done. A product runs in parallel only when the time a split
+ * saves (estimated from its size) is at least twice the second largest of the last 8 such
+ * costs. Every 50 ms a refused product runs in parallel anyway, so that a machine that
+ * quietens down is noticed (at the cost of one possible stall per 50 ms). Thread-safe (relaxed
+ * atomics; a lost update only delays the adaptation). */
 #ifndef YT_KERNELS_CPU_GEMM_THREADS_H
 #define YT_KERNELS_CPU_GEMM_THREADS_H
 
@@ -18,7 +20,7 @@
 /* Threads for a product of `macs` multiply-adds on the small path: 1, or `max_threads`. */
 YT_INTERNAL int yt__gemm_threads(double macs, int max_threads, bool f64);
 
-/* Reports that the calling thread of a parallel product waited `wait_ns` for the others. */
+/* Reports what a parallel product cost its calling thread beyond its own share: `wait_ns`. */
 YT_INTERNAL void yt__gemm_threads_observe(int64_t wait_ns);
 
 /* For tests: 1 splits every product over max_threads (whatever its size), 0 (the default)
