@@ -173,7 +173,7 @@ test-examples: $(EXAMPLES)
 
 # Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan:
-	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	  test-unit test-diff
 
