@@ -12,8 +12,7 @@
 #include "kernels.h"
 #include "norm.h"
 
-#define NORM_BLOCK  2048
-#define NORM_VBYTES 32 /* one AVX register */
+#define NORM_BLOCK 2048
 
 /* y = x * a + b and dx = k * g + c2 * x + c3 over one run */
 #define BN_LOOPS(NT, SUF)                                                                          \

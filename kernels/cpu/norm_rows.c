@@ -8,9 +8,8 @@
 
 #include "norm.h"
 
-#define NORM_BLOCK  2048
-#define NORM_VBYTES 32 /* one AVX register */
-#define NORM_TILE   8  /* rows whose statistics are computed together */
+#define NORM_BLOCK 2048
+#define NORM_TILE  8 /* rows whose statistics are computed together */
 
 #define NT     float
 #define FN(fn) fn##_f32

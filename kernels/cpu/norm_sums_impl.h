@@ -7,6 +7,14 @@
  * for the one before (a single running sum is bound by the add latency when the data is in
  * cache). All are `static inline`: each includer uses some of them. */
 
+#ifndef NORM_VBYTES
+#ifdef __AVX__
+#define NORM_VBYTES 32 /* one AVX register */
+#else
+#define NORM_VBYTES 16 /* one SSE / NEON register: wider vectors would change the call ABI */
+#endif
+#endif
+
 /* NORM_VBYTES bytes of NT values, one vector register (GCC/Clang vector extension). */
 typedef NT FN(vec) __attribute__((vector_size(NORM_VBYTES)));
 #define VL ((int64_t)(NORM_VBYTES / sizeof(NT)))
