@@ -210,11 +210,12 @@ pack8x8_32(char *dst, const char *src, int64_t n, int64_t s0)
     int64_t j = 0;
 #define LOAD(k)     _mm256_loadu_ps((const float *)(src + (j + k) * s0))
 #define STORE(i, v) _mm256_storeu_ps(d + (i)*n + j, v)
+#define PREFETCH(k) _mm_prefetch(src + (j + k) * s0 + 64, _MM_HINT_T0)
     for (; j + 8 <= n; j += 8) {
-        for (int k = 0; k < 8; k++)
-            _mm_prefetch(src + (j + k) * s0 + 64, _MM_HINT_T0);
         __m256 r0 = LOAD(0), r1 = LOAD(1), r2 = LOAD(2), r3 = LOAD(3);
         __m256 r4 = LOAD(4), r5 = LOAD(5), r6 = LOAD(6), r7 = LOAD(7);
+        PREFETCH(0), PREFETCH(1), PREFETCH(2), PREFETCH(3);
+        PREFETCH(4), PREFETCH(5), PREFETCH(6), PREFETCH(7);
         __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
         __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
         __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -233,6 +234,7 @@ pack8x8_32(char *dst, const char *src, int64_t n, int64_t s0)
         STORE(7, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
 #undef LOAD
+#undef PREFETCH
 #undef STORE
     return j;
 }
