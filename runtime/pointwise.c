@@ -170,14 +170,24 @@ transposed_input(const iter *it, int k)
            it->strides[0][k] != 0;
 }
 
+/* True when an input is transposed against the output. When an input's contiguous dim is an
+ * outer one (a permutation of 3 or more dims), it is first swapped into dim 1; the order of the
+ * dims above 0 does not matter to the traversal. */
 static bool
-wants_tiles(const iter *it)
+wants_tiles(iter *it)
 {
-    if (it->dim < 2 || it->sizes[0] < 8 || it->sizes[1] < 8)
+    if (it->dim < 2 || it->sizes[0] < 8)
         return false;
-    for (int k = 1; k < it->n_ops; k++)
+    for (int k = 1; k < it->n_ops; k++) {
+        int64_t s0 = it->strides[0][k];
+        if (s0 == it->esize[k] || s0 == 0)
+            continue;
+        for (int d = 2; d < it->dim && it->strides[1][k] != it->esize[k]; d++)
+            if (it->strides[d][k] == it->esize[k] && it->sizes[d] >= 8)
+                swap_dims(it, 1, d);
         if (transposed_input(it, k))
-            return true;
+            return it->sizes[1] >= 8;
+    }
     return false;
 }
 
