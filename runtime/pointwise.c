@@ -170,14 +170,24 @@ transposed_input(const iter *it, int k)
            it->strides[0][k] != 0;
 }
 
+/* True when an input is transposed against the output. When an input's contiguous dim is an
+ * outer one (a permutation of 3 or more dims), it is first swapped into dim 1; the order of the
+ * dims above 0 does not matter to the traversal. */
 static bool
-wants_tiles(const iter *it)
+wants_tiles(iter *it)
 {
-    if (it->dim < 2 || it->sizes[0] < 8 || it->sizes[1] < 8)
+    if (it->dim < 2 || it->sizes[0] < 8)
         return false;
-    for (int k = 1; k < it->n_ops; k++)
+    for (int k = 1; k < it->n_ops; k++) {
+        int64_t s0 = it->strides[0][k];
+        if (s0 == it->esize[k] || s0 == 0)
+            continue;
+        for (int d = 2; d < it->dim && it->strides[1][k] != it->esize[k]; d++)
+            if (it->strides[d][k] == it->esize[k] && it->sizes[d] >= 8)
+                swap_dims(it, 1, d);
         if (transposed_input(it, k))
-            return true;
+            return it->sizes[1] >= 8;
+    }
     return false;
 }
 
@@ -210,11 +220,12 @@ pack8x8_32(char *dst, const char *src, int64_t n, int64_t s0)
     int64_t j = 0;
 #define LOAD(k)     _mm256_loadu_ps((const float *)(src + (j + k) * s0))
 #define STORE(i, v) _mm256_storeu_ps(d + (i)*n + j, v)
+#define PREFETCH(k) _mm_prefetch(src + (j + k) * s0 + 64, _MM_HINT_T0)
     for (; j + 8 <= n; j += 8) {
-        for (int k = 0; k < 8; k++)
-            _mm_prefetch(src + (j + k) * s0 + 64, _MM_HINT_T0);
         __m256 r0 = LOAD(0), r1 = LOAD(1), r2 = LOAD(2), r3 = LOAD(3);
         __m256 r4 = LOAD(4), r5 = LOAD(5), r6 = LOAD(6), r7 = LOAD(7);
+        PREFETCH(0), PREFETCH(1), PREFETCH(2), PREFETCH(3);
+        PREFETCH(4), PREFETCH(5), PREFETCH(6), PREFETCH(7);
         __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
         __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
         __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -233,6 +244,7 @@ pack8x8_32(char *dst, const char *src, int64_t n, int64_t s0)
         STORE(7, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
 #undef LOAD
+#undef PREFETCH
 #undef STORE
     return j;
 }

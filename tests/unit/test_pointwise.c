@@ -431,5 +431,23 @@ Test(pointwise, transposed_inputs_through_tiles)
             yt_release(f64);
         }
     }
+    /* a permutation whose input runs along an outer dim of the output: [9, 5, 300] -> (2, 1, 0) */
+    int64_t psizes[3] = {9, 5, 300}, perm[3] = {2, 1, 0};
+    yt_tensor *p64 = yt_tensor_from_data(values, psizes, 3, YT_DTYPE_F64);
+    yt_tensor *pf = yt_to(p64, YT_DTYPE_F32);
+    yt_tensor *pv = yt_permute(pf, perm, 3);
+    yt_tensor *pc = yt_clone(pv);
+    static double got[9 * 5 * 300];
+    cr_assert_eq(yt_tensor_copy_to(pc, got, sizeof got, YT_DTYPE_F64), YT_OK, "%s", yt_errmsg());
+    for (int64_t c = 0; c < 300; c++)
+        for (int64_t b = 0; b < 5; b++)
+            for (int64_t a = 0; a < 9; a++)
+                cr_assert_eq(got[(c * 5 + b) * 9 + a], (double)(float)values[(a * 5 + b) * 300 + c],
+                             "permuted [%lld, %lld, %lld]", (long long)c, (long long)b,
+                             (long long)a);
+    yt_release(pc);
+    yt_release(pv);
+    yt_release(pf);
+    yt_release(p64);
     YT_ASSERT_NO_LEAKS();
 }
