@@ -9,64 +9,23 @@
 
 #include "test_util.h"
 
-static yt_tensor *
-from(const double *v, const int64_t *sizes, int nd, yt_dtype dtype)
-{
-    yt_tensor *f = yt_tensor_from_data(v, sizes, nd, YT_DTYPE_F64);
-    cr_assert_not_null(f, "%s", yt_errmsg());
-    yt_tensor *t = dtype == YT_DTYPE_F64 ? yt_retain(f) : yt_to(f, dtype);
-    yt_release(f);
-    return t;
-}
-
-static yt_tensor *
-iota(const int64_t *sizes, int nd)
-{
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++)
-        n *= sizes[i];
-    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        v[i] = (double)i;
-    yt_tensor *t = from(v, sizes, nd, YT_DTYPE_F64);
-    free(v);
-    return t;
-}
-
-static void
-expect_values(yt_tensor *t, const double *want, int64_t n, const int64_t *sizes, int nd)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
-    for (int i = 0; i < nd; i++)
-        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
-                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
-    cr_assert_eq(yt_tensor_numel(t), n);
-    double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
-    for (int64_t i = 0; i < n; i++)
-        cr_assert(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
-                  "element %lld is %g, expected %g", (long long)i, got[i], want[i]);
-    free(got);
-}
-
 Test(index, gather_values_and_range_errors)
 {
     const int64_t s[2] = {2, 5};
-    yt_tensor *x = iota(s, 2); /* [[0..4] [5..9]] */
+    yt_tensor *x = test_iota(s, 2); /* [[0..4] [5..9]] */
     const double iv[4] = {4, 0, 1, 1};
     const int64_t is[2] = {2, 2};
-    yt_tensor *idx = from(iv, is, 2, YT_DTYPE_I64);
+    yt_tensor *idx = test_from(iv, is, 2, YT_DTYPE_I64);
     yt_tensor *g = yt_gather(x, 1, idx);
     const double want[4] = {4, 0, 6, 6};
-    expect_values(g, want, 4, is, 2);
+    test_expect_values(g, want, 4, is, 2);
 
     const double bad[4] = {7, 0, 1, 1};
-    yt_tensor *bidx = from(bad, is, 2, YT_DTYPE_I64);
+    yt_tensor *bidx = test_from(bad, is, 2, YT_DTYPE_I64);
     cr_assert_null(yt_gather(x, 1, bidx));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "gather: index 7 is out of bounds for dimension 1 with size 5");
     const double neg[4] = {-1, 0, 1, 1};
-    yt_tensor *nidx = from(neg, is, 2, YT_DTYPE_I64);
+    yt_tensor *nidx = test_from(neg, is, 2, YT_DTYPE_I64);
     cr_assert_null(yt_gather(x, 1, nidx));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "gather: index -1 is out of bounds for dimension 1 with size 5");
 
@@ -74,10 +33,10 @@ Test(index, gather_values_and_range_errors)
     yt_tensor *xt = yt_t(x);
     const double tv[2] = {4, 2};
     const int64_t ts[2] = {1, 2};
-    yt_tensor *tidx = from(tv, ts, 2, YT_DTYPE_I64);
+    yt_tensor *tidx = test_from(tv, ts, 2, YT_DTYPE_I64);
     yt_tensor *gt = yt_gather(xt, 0, tidx);
     const double twant[2] = {4, 7};
-    expect_values(gt, twant, 2, ts, 2);
+    test_expect_values(gt, twant, 2, ts, 2);
     yt_release(gt);
     yt_release(tidx);
     yt_release(xt);
@@ -95,26 +54,26 @@ Test(index, scatter_family_values)
     yt_tensor *z = yt_zeros_ex(s, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
     const double iv[4] = {3, 3, 0, 1};
     const int64_t is[2] = {2, 2};
-    yt_tensor *idx = from(iv, is, 2, YT_DTYPE_I64);
+    yt_tensor *idx = test_from(iv, is, 2, YT_DTYPE_I64);
     const double sv[6] = {1, 2, 9, 3, 4, 9};
     const int64_t ss[2] = {2, 3}; /* src larger than index: its last column is never read */
-    yt_tensor *src = from(sv, ss, 2, YT_DTYPE_F64);
+    yt_tensor *src = test_from(sv, ss, 2, YT_DTYPE_F64);
     yt_tensor *add = yt_scatter_add(z, 1, idx, src);
     const double awant[8] = {0, 0, 0, 3, 3, 4, 0, 0};
-    expect_values(add, awant, 8, s, 2);
+    test_expect_values(add, awant, 8, s, 2);
     yt_tensor *val = yt_scatter_value(z, 1, idx, yt_float(-1.5));
     const double vwant[8] = {0, 0, 0, -1.5, -1.5, -1.5, 0, 0};
-    expect_values(val, vwant, 8, s, 2);
+    test_expect_values(val, vwant, 8, s, 2);
     const double one_v[4] = {0, 1, 0, 1};
     const int64_t os[2] = {2, 2};
-    yt_tensor *oidx = from(one_v, os, 2, YT_DTYPE_I64);
+    yt_tensor *oidx = test_from(one_v, os, 2, YT_DTYPE_I64);
     const double sv2[4] = {1, 2, 3, 4};
-    yt_tensor *src2 = from(sv2, os, 2, YT_DTYPE_F64);
+    yt_tensor *src2 = test_from(sv2, os, 2, YT_DTYPE_F64);
     yt_tensor *sc = yt_scatter(z, 1, oidx, src2);
     const double swant[8] = {1, 2, 0, 0, 3, 4, 0, 0};
-    expect_values(sc, swant, 8, s, 2);
+    test_expect_values(sc, swant, 8, s, 2);
     const double bad[4] = {4, 0, 0, 0};
-    yt_tensor *bidx = from(bad, os, 2, YT_DTYPE_I64);
+    yt_tensor *bidx = test_from(bad, os, 2, YT_DTYPE_I64);
     cr_assert_null(yt_scatter_add(z, 1, bidx, src2));
     YT_ASSERT_ERROR(YT_ERR_VALUE,
                     "scatter_add: index 4 is out of bounds for dimension 1 with size 4");
@@ -122,13 +81,13 @@ Test(index, scatter_family_values)
     /* gradient of scatter_add reaches src at the gathered positions, zero elsewhere */
     yt_set_requires_grad(src, true);
     yt_tensor *r = yt_scatter_add(z, 1, idx, src);
-    yt_tensor *w = iota(s, 2);
+    yt_tensor *w = test_iota(s, 2);
     yt_tensor *rw = yt_mul(r, w);
     yt_tensor *total = yt_sum(rw);
     cr_assert_eq(yt_backward(total, NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_tensor *gs = yt_grad(src);
     const double gwant[6] = {3, 3, 0, 4, 5, 0};
-    expect_values(gs, gwant, 6, ss, 2);
+    test_expect_values(gs, gwant, 6, ss, 2);
     yt_release(gs);
     yt_release(total);
     yt_release(rw);
@@ -149,24 +108,24 @@ Test(index, scatter_family_values)
 Test(index, index_select_and_index_add)
 {
     const int64_t s[2] = {3, 2};
-    yt_tensor *x = iota(s, 2);
+    yt_tensor *x = test_iota(s, 2);
     const double iv[4] = {2, 0, 2, 1};
     const int64_t is[1] = {4};
-    yt_tensor *idx = from(iv, is, 1, YT_DTYPE_I32);
+    yt_tensor *idx = test_from(iv, is, 1, YT_DTYPE_I32);
     yt_tensor *sel = yt_index_select(x, 0, idx);
     const double want[8] = {4, 5, 0, 1, 4, 5, 2, 3};
     const int64_t rs[2] = {4, 2};
-    expect_values(sel, want, 8, rs, 2);
+    test_expect_values(sel, want, 8, rs, 2);
     const double neg[1] = {-1};
     const int64_t ns[1] = {1};
-    yt_tensor *nidx = from(neg, ns, 1, YT_DTYPE_I64);
+    yt_tensor *nidx = test_from(neg, ns, 1, YT_DTYPE_I64);
     cr_assert_null(yt_index_select(x, 0, nidx));
     YT_ASSERT_ERROR(YT_ERR_VALUE,
                     "index_select: index -1 is out of bounds for dimension 0 with size 3");
     yt_tensor *ones = yt_ones_ex(rs, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *acc = yt_index_add_ex(x, 0, idx, ones, yt_int(10));
     const double awant[6] = {10, 11, 12, 13, 24, 25};
-    expect_values(acc, awant, 6, s, 2);
+    test_expect_values(acc, awant, 6, s, 2);
     yt_release(acc);
     yt_release(ones);
     yt_release(nidx);
@@ -179,31 +138,31 @@ Test(index, index_select_and_index_add)
 Test(index, embedding_padding_and_frequency_gradients)
 {
     const int64_t ws[2] = {4, 2};
-    yt_tensor *w = iota(ws, 2);
+    yt_tensor *w = test_iota(ws, 2);
     yt_set_requires_grad(w, true);
     const double iv[5] = {1, 3, 1, 0, 3};
     const int64_t is[1] = {5};
-    yt_tensor *idx = from(iv, is, 1, YT_DTYPE_I64);
+    yt_tensor *idx = test_from(iv, is, 1, YT_DTYPE_I64);
     yt_tensor *e = yt_embedding_ex(w, idx, 3, false, false);
     const double want[10] = {2, 3, 6, 7, 2, 3, 0, 1, 6, 7};
     const int64_t es[2] = {5, 2};
-    expect_values(e, want, 10, es, 2);
+    test_expect_values(e, want, 10, es, 2);
     yt_tensor *total = yt_sum(e);
     cr_assert_eq(yt_backward(total, NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_tensor *g = yt_grad(w);
     const double gwant[8] = {1, 1, 2, 2, 0, 0, 0, 0}; /* row 3 is padding: no gradient */
-    expect_values(g, gwant, 8, ws, 2);
+    test_expect_values(g, gwant, 8, ws, 2);
     yt_release(g);
     yt_release(total);
 
     yt_tensor *gout = yt_ones_ex(es, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *scaled = yt_embedding_dense_backward(gout, idx, 4, -1, true);
     const double swant[8] = {1, 1, 1, 1, 0, 0, 1, 1}; /* each used row: count / count */
-    expect_values(scaled, swant, 8, ws, 2);
+    test_expect_values(scaled, swant, 8, ws, 2);
 
     const double bad[1] = {4};
     const int64_t bs[1] = {1};
-    yt_tensor *bidx = from(bad, bs, 1, YT_DTYPE_I64);
+    yt_tensor *bidx = test_from(bad, bs, 1, YT_DTYPE_I64);
     cr_assert_null(yt_embedding(w, bidx));
     YT_ASSERT_ERROR(YT_ERR_VALUE,
                     "embedding: index 4 is out of bounds for dimension 0 with size 4");
@@ -220,37 +179,37 @@ Test(index, one_hot_nonzero_masked_select)
 {
     const double cv[3] = {2, 0, 1};
     const int64_t cs[1] = {3};
-    yt_tensor *c = from(cv, cs, 1, YT_DTYPE_I64);
+    yt_tensor *c = test_from(cv, cs, 1, YT_DTYPE_I64);
     yt_tensor *oh = yt_one_hot(c);
     const double ohwant[9] = {0, 0, 1, 1, 0, 0, 0, 1, 0};
     const int64_t ohs[2] = {3, 3};
-    expect_values(oh, ohwant, 9, ohs, 2);
+    test_expect_values(oh, ohwant, 9, ohs, 2);
     cr_assert_eq(yt_tensor_dtype(oh), YT_DTYPE_I64);
     cr_assert_null(yt_one_hot_ex(c, 2));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "one_hot: class value 2 is out of range for num_classes=2");
 
     const double mv[6] = {0, 1.5, 0, NAN, -2, 0};
     const int64_t ms[2] = {2, 3};
-    yt_tensor *m = from(mv, ms, 2, YT_DTYPE_F64);
+    yt_tensor *m = test_from(mv, ms, 2, YT_DTYPE_F64);
     yt_tensor *nz = yt_nonzero(m);
     const double nzwant[6] = {0, 1, 1, 0, 1, 1};
     const int64_t nzs[2] = {3, 2};
-    expect_values(nz, nzwant, 6, nzs, 2);
+    test_expect_values(nz, nzwant, 6, nzs, 2);
 
-    yt_tensor *x = iota(ms, 2);
+    yt_tensor *x = test_iota(ms, 2);
     yt_set_requires_grad(x, true);
     const double maskv[3] = {1, 0, 1};
     const int64_t mks[1] = {3};
-    yt_tensor *mask = from(maskv, mks, 1, YT_DTYPE_BOOL);
+    yt_tensor *mask = test_from(maskv, mks, 1, YT_DTYPE_BOOL);
     yt_tensor *sel = yt_masked_select(x, mask); /* mask broadcast over rows */
     const double swant[4] = {0, 2, 3, 5};
     const int64_t ss[1] = {4};
-    expect_values(sel, swant, 4, ss, 1);
+    test_expect_values(sel, swant, 4, ss, 1);
     yt_tensor *total = yt_sum(sel);
     cr_assert_eq(yt_backward(total, NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_tensor *g = yt_grad(x);
     const double gwant[6] = {1, 0, 1, 1, 0, 1};
-    expect_values(g, gwant, 6, ms, 2);
+    test_expect_values(g, gwant, 6, ms, 2);
     yt_release(g);
     yt_release(total);
     yt_release(sel);
@@ -267,13 +226,13 @@ Test(index, argsort_stable_with_nan)
 {
     const double v[6] = {3, NAN, 1, 3, -INFINITY, 1};
     const int64_t s[1] = {6};
-    yt_tensor *x = from(v, s, 1, YT_DTYPE_F32);
+    yt_tensor *x = test_from(v, s, 1, YT_DTYPE_F32);
     yt_tensor *a = yt_argsort(x);
     const double awant[6] = {4, 2, 5, 0, 3, 1}; /* ties keep their order; NaN last */
-    expect_values(a, awant, 6, s, 1);
+    test_expect_values(a, awant, 6, s, 1);
     yt_tensor *d = yt_argsort_ex(x, 0, true);
     const double dwant[6] = {1, 0, 3, 2, 5, 4}; /* NaN first, ties still in order */
-    expect_values(d, dwant, 6, s, 1);
+    test_expect_values(d, dwant, 6, s, 1);
     const double big[3] = {9007199254740993.0, 9007199254740992.0, -1};
     const int64_t bs[1] = {3};
     int64_t raw[3] = {9007199254740993LL, 9007199254740992LL, -1};
@@ -281,7 +240,7 @@ Test(index, argsort_stable_with_nan)
     (void)big;
     yt_tensor *ba = yt_argsort(bi); /* i64 keys compare exactly, above 2^53 too */
     const double bwant[3] = {2, 1, 0};
-    expect_values(ba, bwant, 3, bs, 1);
+    test_expect_values(ba, bwant, 3, bs, 1);
     yt_release(ba);
     yt_release(bi);
     yt_release(d);
@@ -293,35 +252,35 @@ Test(index, argsort_stable_with_nan)
 Test(index, advanced_indexing_rules)
 {
     const int64_t s[3] = {2, 3, 4};
-    yt_tensor *x = iota(s, 3);
+    yt_tensor *x = test_iota(s, 3);
     const double iv[2] = {1, 0}, jv[2] = {2, -1};
     const int64_t is[1] = {2};
-    yt_tensor *i = from(iv, is, 1, YT_DTYPE_I64), *j = from(jv, is, 1, YT_DTYPE_I64);
+    yt_tensor *i = test_from(iv, is, 1, YT_DTYPE_I64), *j = test_from(jv, is, 1, YT_DTYPE_I64);
     /* adjacent indexed dims stay in place: x[:, [1, 0], [2, -1]] is [2, 2] */
     yt_tensor *adj[3] = {NULL, i, j};
     yt_tensor *a = yt_index(x, adj, 3);
     const double awant[4] = {6, 3, 18, 15};
     const int64_t as[2] = {2, 2};
-    expect_values(a, awant, 4, as, 2);
+    test_expect_values(a, awant, 4, as, 2);
     /* separated ones lead: x[[1, 0], :, [2, -1]] is [2, 3] */
     yt_tensor *sep[3] = {i, NULL, j};
     yt_tensor *b = yt_index(x, sep, 3);
     const double bwant[6] = {14, 18, 22, 3, 7, 11};
     const int64_t bs[2] = {2, 3};
-    expect_values(b, bwant, 6, bs, 2);
+    test_expect_values(b, bwant, 6, bs, 2);
     /* a bool mask over two dims */
     const double mv[6] = {1, 0, 0, 0, 1, 1};
     const int64_t ms[2] = {2, 3};
-    yt_tensor *m = from(mv, ms, 2, YT_DTYPE_BOOL);
+    yt_tensor *m = test_from(mv, ms, 2, YT_DTYPE_BOOL);
     yt_tensor *byMask[1] = {m};
     yt_tensor *c = yt_index(x, byMask, 1);
     const double cwant[12] = {0, 1, 2, 3, 16, 17, 18, 19, 20, 21, 22, 23};
     const int64_t cs[2] = {3, 4};
-    expect_values(c, cwant, 12, cs, 2);
+    test_expect_values(c, cwant, 12, cs, 2);
     /* out of range, and too many indices */
     const double bad[1] = {3};
     const int64_t one[1] = {1};
-    yt_tensor *k = from(bad, one, 1, YT_DTYPE_I64);
+    yt_tensor *k = test_from(bad, one, 1, YT_DTYPE_I64);
     yt_tensor *oob[2] = {NULL, k};
     cr_assert_null(yt_index(x, oob, 2));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "index: index 3 is out of bounds for dimension 1 with size 3");
@@ -331,15 +290,15 @@ Test(index, advanced_indexing_rules)
     /* index_put with accumulate adds at repeated positions */
     const double dup[3] = {1, 1, 0};
     const int64_t ds[1] = {3};
-    yt_tensor *d = from(dup, ds, 1, YT_DTYPE_I64);
+    yt_tensor *d = test_from(dup, ds, 1, YT_DTYPE_I64);
     const int64_t vs[1] = {3};
-    yt_tensor *row = iota(vs, 1);
+    yt_tensor *row = test_iota(vs, 1);
     const int64_t s2[2] = {2, 3};
     yt_tensor *z = yt_zeros_ex(s2, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *put_idx[1] = {d};
     yt_tensor *acc = yt_index_put_ex(z, put_idx, 1, row, true); /* row broadcast per index */
     const double accwant[6] = {0, 1, 2, 0, 2, 4};
-    expect_values(acc, accwant, 6, s2, 2);
+    test_expect_values(acc, accwant, 6, s2, 2);
     yt_release(acc);
     yt_release(z);
     yt_release(row);
@@ -359,19 +318,19 @@ Test(index, sort_and_topk)
 {
     const double v[6] = {2, 5, 2, NAN, -1, 5};
     const int64_t s[1] = {6};
-    yt_tensor *x = from(v, s, 1, YT_DTYPE_F64);
+    yt_tensor *x = test_from(v, s, 1, YT_DTYPE_F64);
     yt_tensor *values = NULL, *indices = NULL;
     cr_assert_eq(yt_sort_ex(x, 0, true, &values, &indices), YT_OK, "%s", yt_errmsg());
     const double vwant[6] = {NAN, 5, 5, 2, 2, -1}, iwant[6] = {3, 1, 5, 0, 2, 4};
-    expect_values(values, vwant, 6, s, 1);
-    expect_values(indices, iwant, 6, s, 1);
+    test_expect_values(values, vwant, 6, s, 1);
+    test_expect_values(indices, iwant, 6, s, 1);
     yt_release(values);
     yt_release(indices);
     cr_assert_eq(yt_topk_ex(x, 2, 0, false, true, &values, &indices), YT_OK, "%s", yt_errmsg());
     const double twant[2] = {-1, 2}, tiwant[2] = {4, 0};
     const int64_t ts[1] = {2};
-    expect_values(values, twant, 2, ts, 1);
-    expect_values(indices, tiwant, 2, ts, 1);
+    test_expect_values(values, twant, 2, ts, 1);
+    test_expect_values(indices, tiwant, 2, ts, 1);
     yt_release(values);
     yt_release(indices);
     values = indices = (yt_tensor *)1;

@@ -9,48 +9,6 @@
 
 #include "test_util.h"
 
-static yt_tensor *
-from(const double *v, const int64_t *sizes, int nd, yt_dtype dtype)
-{
-    yt_tensor *f = yt_tensor_from_data(v, sizes, nd, YT_DTYPE_F64);
-    cr_assert_not_null(f, "%s", yt_errmsg());
-    yt_tensor *t = dtype == YT_DTYPE_F64 ? yt_retain(f) : yt_to(f, dtype);
-    yt_release(f);
-    return t;
-}
-
-/* 0, 1, 2, ... in a tensor of `sizes`. */
-static yt_tensor *
-iota(const int64_t *sizes, int nd)
-{
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++)
-        n *= sizes[i];
-    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        v[i] = (double)i;
-    yt_tensor *t = from(v, sizes, nd, YT_DTYPE_F64);
-    free(v);
-    return t;
-}
-
-static void
-expect_values(yt_tensor *t, const double *want, int64_t n, const int64_t *sizes, int nd)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
-    for (int i = 0; i < nd; i++)
-        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
-                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
-    cr_assert_eq(yt_tensor_numel(t), n);
-    double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
-    for (int64_t i = 0; i < n; i++)
-        cr_assert(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
-                  "element %lld is %g, expected %g", (long long)i, got[i], want[i]);
-    free(got);
-}
-
 static bool
 shares_storage(yt_tensor *a, yt_tensor *b)
 {
@@ -64,7 +22,7 @@ shares_storage(yt_tensor *a, yt_tensor *b)
 Test(shape, flatten_views_and_copies)
 {
     const int64_t s[3] = {2, 3, 4};
-    yt_tensor *x = iota(s, 3);
+    yt_tensor *x = test_iota(s, 3);
     yt_tensor *f = yt_flatten_ex(x, 1, 2);
     const int64_t want[2] = {2, 12};
     cr_assert_eq(yt_tensor_dim(f), 2);
@@ -78,7 +36,7 @@ Test(shape, flatten_views_and_copies)
     yt_tensor *fs = yt_flatten(scalar);
     const double two_half = 2.5;
     const int64_t one = 1;
-    expect_values(fs, &two_half, 1, &one, 1);
+    test_expect_values(fs, &two_half, 1, &one, 1);
     yt_tensor *bad = yt_flatten_ex(x, 2, 1);
     cr_assert_null(bad);
     YT_ASSERT_ERROR(YT_ERR_VALUE, "flatten: ");
@@ -94,7 +52,7 @@ Test(shape, flatten_views_and_copies)
 Test(shape, unflatten_narrow_broadcast_to_are_views)
 {
     const int64_t s[2] = {3, 6};
-    yt_tensor *x = iota(s, 2);
+    yt_tensor *x = test_iota(s, 2);
     const int64_t parts[2] = {-1, 3};
     yt_tensor *u = yt_unflatten(x, 1, parts, 2);
     const int64_t us[3] = {3, 2, 3};
@@ -109,7 +67,7 @@ Test(shape, unflatten_narrow_broadcast_to_are_views)
     yt_tensor *n = yt_narrow(x, 1, -4, 2); /* columns 2 and 3 */
     const double nwant[6] = {2, 3, 8, 9, 14, 15};
     const int64_t ns[2] = {3, 2};
-    expect_values(n, nwant, 6, ns, 2);
+    test_expect_values(n, nwant, 6, ns, 2);
     cr_assert(shares_storage(n, x));
     cr_assert_null(yt_narrow(x, 1, 5, 2));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "narrow: start=5 + length=2 exceeds dimension 1 of size 6");
@@ -134,18 +92,18 @@ Test(shape, repeat_values_and_gradient)
 {
     const double v[2] = {1, 2};
     const int64_t s[1] = {2};
-    yt_tensor *x = from(v, s, 1, YT_DTYPE_F64);
+    yt_tensor *x = test_from(v, s, 1, YT_DTYPE_F64);
     yt_set_requires_grad(x, true);
     const int64_t reps[2] = {2, 3};
     yt_tensor *r = yt_repeat(x, reps, 2);
     const double want[12] = {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2};
     const int64_t rs[2] = {2, 6};
-    expect_values(r, want, 12, rs, 2);
+    test_expect_values(r, want, 12, rs, 2);
     yt_tensor *total = yt_sum(r);
     cr_assert_eq(yt_backward(total, NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_tensor *g = yt_grad(x);
     const double gwant[2] = {6, 6};
-    expect_values(g, gwant, 2, s, 1);
+    test_expect_values(g, gwant, 2, s, 1);
     const int64_t too_few[1] = {2};
     yt_tensor *x2 = yt_unsqueeze(x, 0);
     cr_assert_null(yt_repeat(x2, too_few, 1));
@@ -161,33 +119,33 @@ Test(shape, repeat_values_and_gradient)
 Test(shape, flip_and_roll_values)
 {
     const int64_t s[2] = {2, 3};
-    yt_tensor *x = iota(s, 2); /* [[0 1 2] [3 4 5]] */
+    yt_tensor *x = test_iota(s, 2); /* [[0 1 2] [3 4 5]] */
     const int64_t d1[1] = {1}, d01[2] = {0, 1};
     yt_tensor *f = yt_flip(x, d1, 1);
     const double fwant[6] = {2, 1, 0, 5, 4, 3};
-    expect_values(f, fwant, 6, s, 2);
+    test_expect_values(f, fwant, 6, s, 2);
     yt_tensor *f2 = yt_flip(x, d01, 2);
     const double f2want[6] = {5, 4, 3, 2, 1, 0};
-    expect_values(f2, f2want, 6, s, 2);
+    test_expect_values(f2, f2want, 6, s, 2);
     yt_tensor *xt = yt_t(x); /* [[0 3] [1 4] [2 5]] */
     const int64_t d0[1] = {0};
     yt_tensor *ft = yt_flip(xt, d0, 1);
     const double ftwant[6] = {2, 5, 1, 4, 0, 3};
     const int64_t ts[2] = {3, 2};
-    expect_values(ft, ftwant, 6, ts, 2);
+    test_expect_values(ft, ftwant, 6, ts, 2);
 
     const int64_t sh1[1] = {1};
     yt_tensor *r = yt_roll_ex(x, sh1, 1, d1, 1);
     const double rwant[6] = {2, 0, 1, 5, 3, 4};
-    expect_values(r, rwant, 6, s, 2);
+    test_expect_values(r, rwant, 6, s, 2);
     const int64_t shm[1] = {-2}; /* flattened: 2 3 4 5 0 1 */
     yt_tensor *rf = yt_roll(x, shm, 1);
     const double rfwant[6] = {2, 3, 4, 5, 0, 1};
-    expect_values(rf, rfwant, 6, s, 2);
+    test_expect_values(rf, rfwant, 6, s, 2);
     const int64_t sh2[2] = {1, 4};
     yt_tensor *r2 = yt_roll_ex(x, sh2, 2, d01, 2); /* rows swap, columns by 1 */
     const double r2want[6] = {5, 3, 4, 2, 0, 1};
-    expect_values(r2, r2want, 6, s, 2);
+    test_expect_values(r2, r2want, 6, s, 2);
     cr_assert_null(yt_roll_ex(x, sh2, 2, d1, 1));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "roll: shifts has 2 entries but dims has 1");
     const int64_t z[2] = {0, 3};
@@ -211,20 +169,20 @@ Test(shape, flip_and_roll_values)
 Test(shape, tril_triu_values)
 {
     const int64_t s[2] = {3, 4};
-    yt_tensor *x = iota(s, 2);
+    yt_tensor *x = test_iota(s, 2);
     yt_tensor *lo = yt_tril(x);
     const double lwant[12] = {0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0};
-    expect_values(lo, lwant, 12, s, 2);
+    test_expect_values(lo, lwant, 12, s, 2);
     yt_tensor *up = yt_triu_ex(x, 1);
     const double uwant[12] = {0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11};
-    expect_values(up, uwant, 12, s, 2);
+    test_expect_values(up, uwant, 12, s, 2);
     yt_tensor *lom = yt_tril_ex(x, -1);
     const double lmwant[12] = {0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0};
-    expect_values(lom, lmwant, 12, s, 2);
+    test_expect_values(lom, lmwant, 12, s, 2);
     yt_tensor *b = yt_to(x, YT_DTYPE_BOOL);
     yt_tensor *bu = yt_triu_ex(b, -100); /* keeps everything */
     const double bwant[12] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    expect_values(bu, bwant, 12, s, 2);
+    test_expect_values(bu, bwant, 12, s, 2);
     const int64_t v1[1] = {3};
     yt_tensor *vec = yt_zeros(v1, 1);
     cr_assert_null(yt_tril(vec));
@@ -243,21 +201,21 @@ Test(shape, pad_modes)
 {
     const double v[3] = {1, 2, 3};
     const int64_t s[1] = {3};
-    yt_tensor *x = from(v, s, 1, YT_DTYPE_F64);
+    yt_tensor *x = test_from(v, s, 1, YT_DTYPE_F64);
     const int64_t p21[2] = {2, 1};
     const int64_t six[1] = {6};
     yt_tensor *r = yt_pad_ex(x, p21, 2, "reflect", NULL);
     const double rwant[6] = {3, 2, 1, 2, 3, 2};
-    expect_values(r, rwant, 6, six, 1);
+    test_expect_values(r, rwant, 6, six, 1);
     yt_tensor *e = yt_pad_ex(x, p21, 2, "replicate", NULL);
     const double ewant[6] = {1, 1, 1, 2, 3, 3};
-    expect_values(e, ewant, 6, six, 1);
+    test_expect_values(e, ewant, 6, six, 1);
     const double value = -1.5;
     const int64_t crop[2] = {-1, 2};
     const int64_t four[1] = {4};
     yt_tensor *c = yt_pad_ex(x, crop, 2, "constant", &value);
     const double cwant[4] = {2, 3, -1.5, -1.5};
-    expect_values(c, cwant, 4, four, 1);
+    test_expect_values(c, cwant, 4, four, 1);
     const int64_t p30[2] = {3, 0};
     cr_assert_null(yt_pad_ex(x, p30, 2, "reflect", NULL));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: reflect padding (3, 0) must be less than the size 3");
@@ -273,20 +231,20 @@ Test(shape, pad_modes)
 Test(shape, cat_stack_split)
 {
     const int64_t a_s[2] = {2, 3}, b_s[2] = {3, 2};
-    yt_tensor *a = iota(a_s, 2);
-    yt_tensor *b0 = iota(b_s, 2);
+    yt_tensor *a = test_iota(a_s, 2);
+    yt_tensor *b0 = test_iota(b_s, 2);
     yt_tensor *b = yt_t(b0); /* [[0 2 4] [1 3 5]], not contiguous */
     yt_tensor *bi = yt_to(b, YT_DTYPE_I32);
     yt_tensor *list[2] = {a, bi};
     yt_tensor *c = yt_cat(list, 2); /* promotes to f64 */
     const double cwant[12] = {0, 1, 2, 3, 4, 5, 0, 2, 4, 1, 3, 5};
     const int64_t cs[2] = {4, 3};
-    expect_values(c, cwant, 12, cs, 2);
+    test_expect_values(c, cwant, 12, cs, 2);
     cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_F64);
     yt_tensor *c1 = yt_cat_ex(list, 2, -1);
     const double c1want[12] = {0, 1, 2, 0, 2, 4, 3, 4, 5, 1, 3, 5};
     const int64_t c1s[2] = {2, 6};
-    expect_values(c1, c1want, 12, c1s, 2);
+    test_expect_values(c1, c1want, 12, c1s, 2);
     const int64_t bad_s[2] = {2, 4};
     yt_tensor *bad = yt_zeros_ex(bad_s, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *mismatch[2] = {a, bad};
@@ -296,7 +254,7 @@ Test(shape, cat_stack_split)
     yt_tensor *st = yt_stack_ex(list, 2, 1);
     const double stwant[12] = {0, 1, 2, 0, 2, 4, 3, 4, 5, 1, 3, 5};
     const int64_t sts[3] = {2, 2, 3};
-    expect_values(st, stwant, 12, sts, 3);
+    test_expect_values(st, stwant, 12, sts, 3);
 
     yt_tensor *pieces[4];
     int64_t n = yt_split_ex(a, 2, 1, pieces, 4);

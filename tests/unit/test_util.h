@@ -2,6 +2,8 @@
 #ifndef YT_TEST_UTIL_H
 #define YT_TEST_UTIL_H
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -28,5 +30,48 @@
         cr_assert(strncmp(yt_errmsg(), (prefix), strlen(prefix)) == 0,                             \
                   "message '%s' does not start with '%s'", yt_errmsg(), (prefix));                 \
     } while (0)
+
+/* Tensors from literal values (made in f64, then converted to `dtype`), and exact value checks. */
+static inline yt_tensor *
+test_from(const double *v, const int64_t *sizes, int nd, yt_dtype dtype)
+{
+    yt_tensor *f = yt_tensor_from_data(v, sizes, nd, YT_DTYPE_F64);
+    cr_assert_not_null(f, "%s", yt_errmsg());
+    yt_tensor *t = dtype == YT_DTYPE_F64 ? yt_retain(f) : yt_to(f, dtype);
+    yt_release(f);
+    return t;
+}
+
+/* 0, 1, 2, ... in a tensor of `sizes`. */
+static inline yt_tensor *
+test_iota(const int64_t *sizes, int nd)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= sizes[i];
+    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)i;
+    yt_tensor *t = test_from(v, sizes, nd, YT_DTYPE_F64);
+    free(v);
+    return t;
+}
+
+static inline void
+test_expect_values(yt_tensor *t, const double *want, int64_t n, const int64_t *sizes, int nd)
+{
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
+    for (int i = 0; i < nd; i++)
+        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
+                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
+    cr_assert_eq(yt_tensor_numel(t), n);
+    double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
+                  "element %lld is %g, expected %g", (long long)i, got[i], want[i]);
+    free(got);
+}
 
 #endif
