@@ -37,15 +37,23 @@ CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cp
                 -DYT_BUILDING_LIBRARY
 SAN_FLAGS :=
 CFLAGS += $(CFLAGS_BASE) $(SAN_FLAGS)
-LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -lm -lpthread
+LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -lz -lm -lpthread
 
+# nn/ (modules, optimizers, data, serialization) is built on the public API, in the same library.
 LIB_SRC := $(sort $(wildcard runtime/*.c runtime/autograd/*.c kernels/cpu/*.c kernels/composite/*.c)) \
-           $(sort $(wildcard generated/*.c))
+           $(sort $(wildcard generated/*.c)) $(sort $(wildcard nn/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 STATIC_LIB := $(BUILD)/libyaten.a
 SHARED_LIB := $(BUILD)/libyaten.so.$(VERSION)
 SHARED_SONAME := libyaten.so.$(SOVERSION)
+
+# The `yaten` command: tools/main.c plus the rest of tools/, which the CLI tests link too.
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TOOL_LIB_OBJ := $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ))
+YATEN_CLI := $(if $(TOOL_SRC),$(BUILD)/yaten)
+LDLIBS_TOOL := -lyaml
 
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -61,11 +69,11 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-diff test-codegen \
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-codegen \
         test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
-all: lib $(BUILD)/yaten.pc $(EXAMPLES)
+all: lib $(BUILD)/yaten.pc $(EXAMPLES) $(YATEN_CLI)
 lib: $(STATIC_LIB) $(BUILD)/libyaten.so
 
 # ---- set-up: missing Debian packages are installed when root (scripts/deps.sh)
@@ -73,6 +81,8 @@ deps:
 	$(Q)scripts/deps.sh build
 deps-test:
 	$(Q)scripts/deps.sh test
+deps-demo:
+	$(Q)scripts/deps.sh demo
 
 # ---- code generation: the generator's own files are dependencies; outputs are written only
 # when their content changes, so an edit rebuilds only what it touched.
@@ -112,13 +122,21 @@ $(BUILD)/yaten.pc: yaten.pc.in Makefile
 	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	  -e 's|@BLIS_LIB@|$(BLIS_LIB)|' $< > $@
 
+# tools/ objects: the library's flags, plus -Itools for the CLI's own headers.
+$(BUILD)/tools/%.o: tools/%.c $(BUILD)/gen.stamp
+	@mkdir -p $(@D)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
+
+$(BUILD)/yaten: $(TOOL_OBJ) $(STATIC_LIB)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(TOOL_OBJ) -o $@ $(STATIC_LIB) $(LDLIBS_TOOL) $(LDLIBS_LIB)
+
 # Programs link the static library, so they run from the build tree without LD_LIBRARY_PATH.
 $(BUILD)/examples/%: examples/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
 
 # ---- the main job
-demo: deps
+demo: deps-demo
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/examples/mlp_synthetic
 
@@ -225,4 +243,4 @@ check-format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)

@@ -7,13 +7,13 @@ set -eu
 build="gcc make pkg-config libblis-openmp-dev libyaml-dev zlib1g-dev python3-jinja2 python3-yaml clang-format-14"
 test_pkgs="libcriterion-dev python3-pytest python3-torch python3-numpy"
 bench_pkgs="libtorch-dev python3-torch libopenblas0-pthread"
-demo_pkgs="dataset-fashion-mnist"
+demo_pkgs="dataset-fashion-mnist gnuplot-nox"
 
 case "${1:-build}" in
 build) want="$build" ;;
 test) want="$build $test_pkgs" ;;
 bench) want="$build $bench_pkgs" ;;
-demo) want="$build" ;;
+demo) want="$build $demo_pkgs" ;;
 *) echo "deps.sh: unknown purpose '$1' (expected build, test, bench or demo)" >&2; exit 2 ;;
 esac
 
