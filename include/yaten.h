@@ -8,6 +8,7 @@
 #include "yaten/tensor.h"
 #include "yaten/autograd.h"
 #include "yaten/random.h"
+#include "yaten/named.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif

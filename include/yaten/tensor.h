@@ -97,6 +97,15 @@ YT_API void yt_allocator_trim(void);
  * Static string; never NULL. */
 YT_API const char *yt_blas_info(void);
 
+/* ---- threads ---- */
+
+/* Sets how many threads yaten's kernels use from the calling thread on (OpenMP's pool; kernels
+ * stay single-threaded on small work whatever this says). Errors: YT_ERR_VALUE when threads < 1. */
+YT_API yt_status yt_set_num_threads(int threads);
+
+/* The thread count kernels called from this thread may use. */
+YT_API int yt_get_num_threads(void);
+
 /* ---- random numbers ---- */
 
 /* Seeds the default generator (Philox4x32-10; same stream on every platform). */
