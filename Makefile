@@ -37,7 +37,7 @@ CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cp
                 -DYT_BUILDING_LIBRARY
 SAN_FLAGS :=
 CFLAGS += $(CFLAGS_BASE) $(SAN_FLAGS)
-LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -lz -lm -lpthread
+LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -ljansson -lz -lm -lpthread
 
 # nn/ (modules, optimizers, data, serialization) is built on the public API, in the same library.
 LIB_SRC := $(sort $(wildcard runtime/*.c runtime/autograd/*.c kernels/cpu/*.c kernels/composite/*.c)) \
