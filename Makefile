@@ -127,6 +127,9 @@ $(BUILD)/tools/%.o: tools/%.c $(BUILD)/gen.stamp
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
 
+# The embedded default config is examples/fashion_cnn.yaml itself (.incbin), which -MMD cannot see.
+$(BUILD)/tools/default_config.o: examples/fashion_cnn.yaml
+
 $(BUILD)/yaten: $(TOOL_OBJ) $(STATIC_LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(TOOL_OBJ) -o $@ $(STATIC_LIB) $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
@@ -175,6 +178,12 @@ test-diff: $(BUILD)/tests/diff_runner
 	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
+
+# The CLI's tests link the yaten command's objects (tools/ but main.o) and libyaml.
+$(BUILD)/tests/test_cli%: tests/unit/test_cli%.c $(TOOL_LIB_OBJ) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default $< $(TOOL_LIB_OBJ) \
+	  -o $@ $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
