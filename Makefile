@@ -69,7 +69,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-codegen \
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-cli test-codegen \
         test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
@@ -141,7 +141,7 @@ $(BUILD)/examples/%: examples/%.c $(STATIC_LIB)
 # ---- the main job
 demo: deps-demo
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(BUILD)/examples/mlp_synthetic
+	$(Q)$(BUILD)/yaten train
 
 # ---- tests
 test: deps-test
@@ -150,6 +150,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
+	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
@@ -194,6 +195,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 test-unit: $(TESTS)
 	$(Q)for t in $(TESTS); do echo "  TEST    $$t"; $$t $(ARGS) || exit 1; done
 
+# The yaten command as a user runs it (tests/cli/): help and usage errors, `ops` against ops.yaml,
+# config errors, its weights in PyTorch, Ctrl-C and resume, the progress bar, the plot.
+test-cli: $(YATEN_CLI)
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest, yaml' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy, pytest or yaml: run make deps-test" >&2; exit 1; }
+	$(Q)YATEN=$(BUILD)/yaten $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/cli $(ARGS)
+
 # The examples must build and succeed (mlp_synthetic fails unless its loss falls).
 test-examples: $(EXAMPLES)
 	$(Q)for e in $(EXAMPLES); do echo "  RUN     $$e"; $$e >/dev/null || { echo "$$e failed" >&2; exit 1; }; done
@@ -202,7 +210,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff
+	  test-unit test-diff test-cli
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch

@@ -66,7 +66,8 @@ cmd_check(int argc, char **argv)
     cfg_config cfg;
     if ((rc = cli_load_config("check", path, &cfg)) != CLI_OK)
         return rc;
-    if (!cfg.model.checked && (rc = run_check_with_data(&cfg)) != CLI_OK) {
+    /* The data files too: their samples' shapes are what the model must fit. */
+    if ((rc = run_check_with_data(&cfg)) != CLI_OK) {
         cfg_free(&cfg);
         return rc;
     }

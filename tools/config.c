@@ -640,7 +640,9 @@ cfg_check_shapes(cfg_config *cfg, const cli_shape *input, const cli_shape *targe
     /* Transforms see one sample as the dataset gives it. */
     for (int i = 0; i < cfg->data.n_transforms; i++) {
         const cfg_transform *t = &cfg->data.transforms[i];
-        int64_t channels = input->ndim == 3 ? input->d[0] : 1;
+        /* Channels as the loader's normalize counts them: [C, H, W] and [F] samples have C and
+         * F, [H, W] samples one. */
+        int64_t channels = input->ndim == 3 || input->ndim == 1 ? input->d[0] : 1;
         if (t->kind == TRANSFORM_NORMALIZE && t->n_mean != 1 && t->n_mean != channels) {
             yr_error_at(d, t->pos,
                         "normalize: %d means for %lld channel%s (input %s); give 1 or %lld",
@@ -656,27 +658,19 @@ cfg_check_shapes(cfg_config *cfg, const cli_shape *input, const cli_shape *targe
                 cli_shape_str(input, a, sizeof a));
             return false;
         }
-        if (t->kind == TRANSFORM_RANDOM_CROP) {
-            int64_t h = input->d[input->ndim - 2] + 2 * t->padding,
-                    w = input->d[input->ndim - 1] + 2 * t->padding;
-            if (t->size[0] > h || t->size[1] > w) {
-                yr_error_at(
-                    d, t->pos,
-                    "random_crop: size %lldx%lld is larger than the %lldx%lld input (padded)",
-                    (long long)t->size[0], (long long)t->size[1], (long long)h, (long long)w);
-                return false;
-            }
+        /* Test samples are not cropped, so a crop keeps the size (the padding makes the shift). */
+        int64_t h = input->ndim >= 2 ? input->d[input->ndim - 2] : 0,
+                w = input->ndim >= 2 ? input->d[input->ndim - 1] : 0;
+        if (t->kind == TRANSFORM_RANDOM_CROP && (t->size[0] != h || t->size[1] != w)) {
+            yr_error_at(
+                d, t->pos,
+                "random_crop: size %lldx%lld differs from the %lldx%lld samples; test samples are not cropped, so keep size %lld and shift with padding",
+                (long long)t->size[0], (long long)t->size[1], (long long)h, (long long)w,
+                (long long)h);
+            return false;
         }
     }
     cli_shape in = *input;
-    /* Crops change the sample's size before the model sees it. */
-    for (int i = 0; i < cfg->data.n_transforms; i++) {
-        const cfg_transform *t = &cfg->data.transforms[i];
-        if (t->kind == TRANSFORM_RANDOM_CROP) {
-            in.d[in.ndim - 2] = t->size[0];
-            in.d[in.ndim - 1] = t->size[1];
-        }
-    }
     if (m->input_given) {
         int64_t have = 1, want = 1;
         for (int i = 0; i < in.ndim; i++)

@@ -122,11 +122,24 @@ Test(cli_config, values_and_defaults)
     cr_assert_eq(cfg.seed, 42);
     cr_assert_str_eq(cfg.output, "runs/t");
 
-    /* Shapes once the dataset says what a sample is: [3, 28, 28] cropped to [3, 24, 20], then
-     * linear on the last dimension ([3, 24, 3]) and a 2x3 max-pool ([3, 12, 1]). */
-    cli_shape in = {.ndim = 3, .d = {3, 28, 28}}, target = {.ndim = 3, .d = {3, 12, 1}};
+    /* Shapes once the dataset says what a sample is. Test samples are not cropped, so a crop
+     * must keep the samples' size. */
+    cli_shape in = {.ndim = 3, .d = {3, 28, 28}}, target = {.ndim = 3, .d = {3, 14, 1}};
+    cr_assert(!cfg_check_shapes(&cfg, &in, &target, 0));
+    cr_assert_str_eq(
+        cfg.doc.diags[0],
+        "t.yaml:6:16: random_crop: size 24x20 differs from the 28x28 samples; test samples are not cropped, so keep size 28 and shift with padding");
+    /* [3, 24, 20]: linear on the last dimension gives [3, 24, 3], a 2x3 max-pool [3, 12, 1]. */
+    in.d[1] = 24, in.d[2] = 20;
+    target.d[1] = 12;
+    cfg_free(&cfg);
+    expect_ok("data: {dataset: npy, train: {inputs: x.npy, targets: y.npy}}\n"
+              "model:\n"
+              "  layers: [{linear: {out: 3, bias: false}}, {dropout: 0.25}, {max_pool2d: [2, 3]}]\n"
+              "loss: {name: smooth_l1, beta: 0.5}\n" OPTIM "epochs: 7\n");
     cr_assert(cfg_check_shapes(&cfg, &in, &target, 0), "%s", cfg.doc.diags[0]);
     cr_assert_eq(layer_int(&cfg.model.layers[0], "in"), 20);
+    cr_assert(cfg.model.checked);
     cfg_free(&cfg);
     YT_ASSERT_NO_LEAKS();
 }
