@@ -171,7 +171,7 @@ print_header(run_state *r)
     fflush(stdout);
 }
 
-/* One optimizer step on the next batch. *x_out is NULL at the end of the epoch. */
+/* One optimizer step on the next batch; *end instead when the loader reports the epoch's end. */
 static int
 step(run_state *r, double *loss_out, int64_t *batch_out, bool *end)
 {
@@ -258,14 +258,16 @@ static void
 print_epoch(run_state *r, const train_progress *p, double train_loss, double test_loss,
             double test_acc, double lr, double eval_s)
 {
-    char acc[32] = "", tl[32] = "";
+    char acc[32] = "", tl[32] = "", ev[32] = "";
     if (!isnan(test_loss))
         snprintf(tl, sizeof tl, "  test loss %.4f", test_loss);
     if (!isnan(test_acc))
         snprintf(acc, sizeof acc, "  test acc %.2f%%", 100 * test_acc);
-    printf("epoch %lld/%lld  train loss %.4f%s%s  lr %.3g  %.1f s (%.0f samples/s), eval %.1f s\n",
+    if (r->test != NULL)
+        snprintf(ev, sizeof ev, ", eval %.1f s", eval_s);
+    printf("epoch %lld/%lld  train loss %.4f%s%s  lr %.3g  %.1f s (%.0f samples/s)%s\n",
            (long long)p->epoch + 1, (long long)r->cfg->epochs, train_loss, tl, acc, lr, p->seconds,
-           p->seconds > 0 ? (double)p->samples / p->seconds : 0.0, eval_s);
+           p->seconds > 0 ? (double)p->samples / p->seconds : 0.0, ev);
     fflush(stdout);
 }
 

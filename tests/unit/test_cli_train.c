@@ -4,6 +4,7 @@
  * byte-identical model and the same metrics; then evaluation of the result, inspection of the
  * checkpoint, and configs that must be refused before anything runs. Every test ends with no
  * live tensors: the driver releases everything it made. */
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,21 @@ enter_tmpdir(void)
     cr_assert_not_null(mkdtemp(dir));
     cr_assert_eq(chdir(dir), 0);
     cr_assert_not_null(freopen("out.txt", "w", stdout));
+}
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes the temporary folder (kept when a test fails, for a look). */
+static void
+leave_tmpdir(void)
+{
+    cr_assert_eq(chdir("/"), 0);
+    cr_assert_eq(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 static void
@@ -196,6 +212,7 @@ Test(cli_train, train_resume_eval_inspect)
     cr_assert_not_null(strstr(out, "model.1.running_mean"), "inspect lists the tensors");
     cr_assert_not_null(strstr(out, "format: yaten-checkpoint"), "inspect shows the metadata");
     free(out);
+    leave_tmpdir();
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -223,5 +240,6 @@ Test(cli_train, problems_stop_before_training)
     cr_assert_eq(run(cmd_train, "--epochs", "zero", NULL, NULL, NULL, NULL), CLI_USAGE);
     cr_assert_eq(run(cmd_eval, "bad.yaml", NULL, NULL, NULL, NULL, NULL), CLI_USAGE);
     cr_assert_eq(run(cmd_inspect, "x.npy", NULL, NULL, NULL, NULL, NULL), CLI_FAILED);
+    leave_tmpdir();
     YT_ASSERT_NO_LEAKS();
 }
