@@ -180,6 +180,8 @@ build_layer(const cfg_layer *l)
         return yt_elu_new(layer_float(l, "alpha"));
     if (is(l, "softmax"))
         return yt_softmax_new(layer_int(l, "dim"));
+    if (is(l, "log_softmax"))
+        return yt_log_softmax_new(layer_int(l, "dim"));
     if (is(l, "embedding"))
         return yt_embedding_new(layer_int(l, "num"), layer_int(l, "dim"),
                                 layer_given(l, "padding_idx") ? layer_int(l, "padding_idx")
