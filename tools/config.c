@@ -241,7 +241,7 @@ parse_data(cfg_config *cfg, const yaml_node_t *node)
     if ((v = yr_get(d, node, "drop_last")) != NULL)
         ok = yr_bool(d, v, "data.drop_last", &data->drop_last) && ok;
     if ((v = yr_get(d, node, "workers")) != NULL)
-        ok = yr_int(d, v, "data.workers", 0, 256, &data->workers) && ok;
+        ok = yr_int(d, v, "data.workers", 0, 64, &data->workers) && ok;
     if ((v = yr_get(d, node, "prefetch")) != NULL)
         ok = yr_int(d, v, "data.prefetch", 1, 1024, &data->prefetch) && ok;
     const char *csv_only[] = {"label_column", "header"};

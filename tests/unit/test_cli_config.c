@@ -190,7 +190,7 @@ Test(cli_config, wrong_types_and_ranges)
                     "seed: [1]\n",
                     "t.yaml:3:15: data.batch_size: expected an integer, got 'abc'",
                     "t.yaml:4:12: data.shuffle: expected true or false, got 'maybe'",
-                    "t.yaml:5:12: data.workers: must be between 0 and 256, got -1",
+                    "t.yaml:5:12: data.workers: must be between 0 and 64, got -1",
                     "t.yaml:7:36: linear.out: expected an integer, got '2.5'",
                     "t.yaml:7:53: dropout.p: must be between 0 and 1, got 1.5",
                     "t.yaml:8:28: optimizer.lr: must be greater than 0, got 0",
