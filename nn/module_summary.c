@@ -139,24 +139,54 @@ describe(const yt_module *m, char *buf)
         buf[0] = '\0';
 }
 
+/* "  0: Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1))" into buf. */
 static void
-print_rows(FILE *f, const yt__summary_rec *r)
+layer_text(const summary_row *row, char *buf, size_t cap)
 {
-    fprintf(f, "%-52s %-22s %12s\n", "Layer (type)", "Output shape", "Param #");
-    for (int i = 0; i < 52 + 22 + 12 + 2; i++)
+    char desc[DESC_CAP];
+    size_t len = 0;
+    buf[0] = '\0';
+    describe(row->m, desc);
+    yt__nn_appendf(buf, cap, &len, "%*s%s%s%s(%s)", 2 * row->depth, "", row->name,
+                   row->name[0] ? ": " : "", row->m->kind->name, desc);
+}
+
+static void
+print_rule(FILE *f, int width)
+{
+    for (int i = 0; i < width; i++)
         fputc('=', f);
     fputc('\n', f);
+}
+
+enum { LAYER_CAP = 160, SHAPE_WIDTH = 22, COUNT_WIDTH = 12 };
+
+/* The layer column is as wide as its longest entry, so nothing is cut. */
+static int
+layer_width(const yt__summary_rec *r)
+{
+    int width = (int)strlen("Layer (type)");
+    for (int i = 0; i < r->n_rows; i++) {
+        char layer[LAYER_CAP];
+        layer_text(&r->rows[i], layer, sizeof layer);
+        if ((int)strlen(layer) > width)
+            width = (int)strlen(layer);
+    }
+    return width;
+}
+
+static void
+print_rows(FILE *f, const yt__summary_rec *r, int width)
+{
+    fprintf(f, "%-*s %-*s %*s\n", width, "Layer (type)", SHAPE_WIDTH, "Output shape", COUNT_WIDTH,
+            "Param #");
+    print_rule(f, width + SHAPE_WIDTH + COUNT_WIDTH + 2);
     for (int i = 0; i < r->n_rows; i++) {
         const summary_row *row = &r->rows[i];
-        char layer[128], shape[96], desc[DESC_CAP];
+        char layer[LAYER_CAP], shape[96], count[32];
         size_t len = 0;
-        layer[0] = shape[0] = '\0';
-        describe(row->m, desc);
-        yt__nn_appendf(layer, sizeof layer, &len, "%*s%s%s%s(%s)", 2 * row->depth, "", row->name,
-                       row->name[0] ? ": " : "", row->m->kind->name, desc);
-        if (len > 52 && sizeof layer > 52) /* keep the columns aligned: cut long arguments */
-            memcpy(layer + 49, "...", 4);
-        len = 0;
+        layer_text(row, layer, sizeof layer);
+        shape[0] = '\0';
         if (row->has_output) {
             yt__nn_appendf(shape, sizeof shape, &len, "[");
             for (int d = 0; d < row->out.dim; d++)
@@ -166,14 +196,13 @@ print_rows(FILE *f, const yt__summary_rec *r)
         } else {
             yt__nn_appendf(shape, sizeof shape, &len, "-");
         }
-        char count[32];
-        fprintf(f, "%-52s %-22s %12s\n", layer, shape,
+        fprintf(f, "%-*s %-*s %*s\n", width, layer, SHAPE_WIDTH, shape, COUNT_WIDTH,
                 fmt_count(yt_module_num_parameters(row->m), count));
     }
 }
 
 static void
-print_totals(FILE *f, yt_module *m)
+print_totals(FILE *f, yt_module *m, int width)
 {
     yt_named_tensors params = YT_NAMED_TENSORS_INIT;
     int64_t total = 0, trainable = 0;
@@ -184,10 +213,9 @@ print_totals(FILE *f, yt_module *m)
                 trainable += params.tensors[i]->numel;
         }
     yt_named_tensors_clear(&params);
-    for (int i = 0; i < 52 + 22 + 12 + 2; i++)
-        fputc('=', f);
+    print_rule(f, width + SHAPE_WIDTH + COUNT_WIDTH + 2);
     char a[32], b[32], c[32];
-    fprintf(f, "\nTotal params: %s\nTrainable params: %s\nNon-trainable params: %s\n",
+    fprintf(f, "Total params: %s\nTrainable params: %s\nNon-trainable params: %s\n",
             fmt_count(total, a), fmt_count(trainable, b), fmt_count(total - trainable, c));
 }
 
@@ -235,8 +263,9 @@ yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file
         char in_shape[96];
         fprintf(f, "Input shape: %s (%s)\n", yt__nn_shape_str(x, in_shape, sizeof in_shape),
                 yt_dtype_name(x->dtype));
-        print_rows(f, &rec);
-        print_totals(f, m);
+        int width = layer_width(&rec);
+        print_rows(f, &rec, width);
+        print_totals(f, m, width);
     }
     yt_release(out);
     yt_release(x);
