@@ -219,35 +219,33 @@ print_totals(FILE *f, yt_module *m, int width)
             fmt_count(total, a), fmt_count(trainable, b), fmt_count(total - trainable, c));
 }
 
-yt_status
-yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file)
+/* Runs m on zeros of the shape in eval mode under no-grad, restoring every module's mode after;
+ * reports to `rec` when not NULL. Returns the output (NULL with the error set) and the input. */
+static yt_tensor *
+dry_run(yt_module *m, const int64_t *shape, int ndim, yt__summary_rec *rec, const char *fn,
+        yt_tensor **input)
 {
+    *input = NULL;
     if (m == NULL)
-        return yt__null_status("module_summary", "m");
-    if (ndim < 0 || ndim > YT_MAX_DIM || (ndim > 0 && input_shape == NULL))
-        return yt__fail_status(YT_ERR_VALUE, "module_summary: %s",
-                               ndim < 0 || ndim > YT_MAX_DIM ? "ndim out of 0..8"
-                                                             : "input_shape is NULL");
+        return yt__null_arg(fn, "m");
+    if (ndim < 0 || ndim > YT_MAX_DIM || (ndim > 0 && shape == NULL))
+        return yt__fail(YT_ERR_VALUE, "%s: %s", fn,
+                        ndim < 0 || ndim > YT_MAX_DIM ? "ndim out of 0..8" : "input_shape is NULL");
     if (yt__summary_active != NULL)
-        return yt__fail_status(YT_ERR_STATE, "module_summary: a summary is already running");
-    FILE *f = file != NULL ? (FILE *)file : stdout;
-
-    yt__summary_rec rec = {0};
+        return yt__fail(YT_ERR_STATE, "%s: a summary is already running on this thread", fn);
     mode_list modes = {0};
-    rec.rows = malloc(MAX_ROWS * sizeof *rec.rows);
-    if (rec.rows == NULL || !save_modes(&modes, m)) {
-        free(rec.rows);
+    if (!save_modes(&modes, m)) {
         free(modes.m);
         free(modes.training);
-        return yt__fail_status(YT_ERR_NOMEM, "module_summary: out of memory");
+        return yt__fail(YT_ERR_NOMEM, "%s: out of memory", fn);
     }
     yt_module_train(m, false);
     bool was = yt_set_grad_enabled(false);
     yt__scope_suspend();
-    yt_tensor *x = yt_zeros_ex(input_shape, ndim, input_dtype(m), YT_DEVICE_CPU);
+    yt_tensor *x = yt_zeros_ex(shape, ndim, input_dtype(m), YT_DEVICE_CPU);
     yt_tensor *out = NULL;
     if (x != NULL) {
-        yt__summary_active = &rec;
+        yt__summary_active = rec;
         out = yt__module_call1(m, x);
         yt__summary_active = NULL;
     }
@@ -255,7 +253,22 @@ yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file
     yt_set_grad_enabled(was);
     for (int i = 0; i < modes.count; i++)
         modes.m[i]->training = modes.training[i];
+    free(modes.m);
+    free(modes.training);
+    *input = x;
+    return out;
+}
 
+yt_status
+yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file)
+{
+    FILE *f = file != NULL ? (FILE *)file : stdout;
+    yt__summary_rec rec = {0};
+    rec.rows = malloc(MAX_ROWS * sizeof *rec.rows);
+    if (rec.rows == NULL)
+        return yt__fail_status(YT_ERR_NOMEM, "module_summary: out of memory");
+    yt_tensor *x = NULL;
+    yt_tensor *out = dry_run(m, input_shape, ndim, &rec, "module_summary", &x);
     yt_status st = YT_OK;
     if (out == NULL) {
         st = yt_errcode();
@@ -270,9 +283,26 @@ yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file
     yt_release(out);
     yt_release(x);
     free(rec.rows);
-    free(modes.m);
-    free(modes.training);
     return st;
+}
+
+yt_status
+yt_module_output_shape(yt_module *m, const int64_t *input_shape, int ndim, int64_t *out_shape,
+                       int *out_ndim)
+{
+    if (out_shape == NULL || out_ndim == NULL)
+        return yt__fail_status(YT_ERR_VALUE, "module_output_shape: %s is NULL",
+                               out_shape == NULL ? "out_shape" : "out_ndim");
+    yt_tensor *x = NULL;
+    yt_tensor *out = dry_run(m, input_shape, ndim, NULL, "module_output_shape", &x);
+    yt_release(x);
+    if (out == NULL)
+        return yt_errcode();
+    *out_ndim = out->dim;
+    for (int i = 0; i < out->dim; i++)
+        out_shape[i] = out->sizes[i];
+    yt_release(out);
+    return YT_OK;
 }
 
 /* ---------------------------------------------------------------- print(model) */

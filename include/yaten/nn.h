@@ -148,6 +148,14 @@ YT_API yt_status yt_module_to(yt_module *m, yt_dtype dtype);
  * restored after), so running statistics are untouched. `file` is a FILE * (stdout if NULL).
  * Errors: those of the forward pass (e.g. a shape that does not fit the model), YT_ERR_VALUE. */
 YT_API yt_status yt_module_summary(yt_module *m, const int64_t *input_shape, int ndim, void *file);
+/* The shape of m's output for an input of `input_shape`, found the way yt_module_summary does
+ * (a forward pass on zeros in eval mode under no-grad; modes restored). Writes out_shape[0..
+ * *out_ndim) (room for YT_MAX_DIM). For checking a model against its data before training: run
+ * it layer by layer to learn which layer a shape does not fit. Errors: those of the forward
+ * pass ("Linear(in_features=400, out_features=10): input.size(-1)=256 does not match ..."),
+ * YT_ERR_VALUE. */
+YT_API yt_status yt_module_output_shape(yt_module *m, const int64_t *input_shape, int ndim,
+                                        int64_t *out_shape, int *out_ndim);
 /* Prints the module tree the way PyTorch's print(model) does. `file` as above. */
 YT_API yt_status yt_module_print(yt_module *m, void *file);
 

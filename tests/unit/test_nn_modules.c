@@ -712,3 +712,37 @@ Test(nn_modules, print_matches_pytorch)
     yt_module_release(m);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* What a config checker does before training: the output shape of each layer in turn, so a
+ * layer whose input does not fit is found by index. */
+Test(nn_modules, output_shape_layer_by_layer)
+{
+    yt_manual_seed(14);
+    yt_module *cnn = make_cnn();
+    int64_t shape[YT_MAX_DIM] = {64, 1, 28, 28};
+    int ndim = 4;
+    cr_assert_eq(yt_module_output_shape(cnn, shape, ndim, shape, &ndim), YT_OK, "%s", yt_errmsg());
+    cr_assert(ndim == 2 && shape[0] == 64 && shape[1] == 10);
+
+    yt_module *bad = yt_sequential_new();
+    add(bad, yt_flatten_new(1, -1));
+    add(bad, yt_linear_new(784, 32, true));
+    add(bad, yt_relu_new());
+    add(bad, yt_linear_new(64, 10, true)); /* 32 != 64 */
+    int64_t s[YT_MAX_DIM] = {8, 1, 28, 28};
+    int nd = 4, failed = -1;
+    for (int i = 0; i < yt_module_child_count(bad) && failed < 0; i++)
+        if (yt_module_output_shape(yt_module_child(bad, i), s, nd, s, &nd) != YT_OK)
+            failed = i;
+    cr_assert_eq(failed, 3);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "Linear(in_features=64, out_features=10): input.size(-1)=32 "
+                                  "does not match in_features=64");
+    cr_assert(yt_module_is_training(bad) && yt_module_is_training(yt_module_child(bad, 3)));
+    cr_assert_eq(yt_module_output_shape(bad, s, 2, NULL, &nd), YT_ERR_VALUE);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "module_output_shape: out_shape is NULL");
+    cr_assert_eq(yt_module_output_shape(bad, s, 9, s, &nd), YT_ERR_VALUE);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "module_output_shape: ndim out of 0..8");
+    yt_module_release(bad);
+    yt_module_release(cnn);
+    YT_ASSERT_NO_LEAKS();
+}
