@@ -130,6 +130,8 @@ yt_module_forward_n(yt_module *m, yt_tensor *const *inputs, int n)
     for (int i = 0; i < n; i++)
         if (inputs[i] == NULL)
             return yt__null_arg("module_forward", "an input");
+    if (m->kind->n_inputs > 0 && n != m->kind->n_inputs)
+        return yt__module_arity_error(m, m->kind->n_inputs, n);
     /* Layers release their own temporaries; only the result goes to the caller's scope. */
     yt__scope_suspend();
     yt_tensor *out = yt__module_call(m, inputs, n);

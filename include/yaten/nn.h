@@ -49,6 +49,9 @@ typedef struct yt_module_kind {
     yt_status (*describe)(const yt_module *m, char *buf, size_t cap);
     /* Frees the context when the module is freed. May be NULL. */
     void (*release_ctx)(void *ctx);
+    /* How many inputs forward takes; yt_module_forward_n refuses other counts with an error
+     * naming the module. 0: any count (forward checks). */
+    int n_inputs;
 } yt_module_kind;
 
 /* A new module of `kind` owning `ctx` (released with kind->release_ctx when the module is freed,

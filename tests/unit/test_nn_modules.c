@@ -379,7 +379,7 @@ static int scale_ctx_released;
 static yt_tensor *
 scale_forward(yt_module *m, yt_tensor *const *in, int n)
 {
-    cr_assert_eq(n, 1);
+    cr_assert_eq(n, 1, "the kind's n_inputs keeps other counts out");
     yt_tensor *alpha = yt_module_get(m, "alpha");
     yt_tensor *scaled = yt_mul(in[0], alpha);
     yt_tensor *branch = yt_module_forward(yt_module_child(m, 0), in[0]);
@@ -409,6 +409,7 @@ static const yt_module_kind scale_kind = {
     .forward = scale_forward,
     .describe = scale_describe,
     .release_ctx = scale_release,
+    .n_inputs = 1,
 };
 
 Test(nn_modules, user_defined_kind_with_parameter_and_child)
@@ -447,8 +448,9 @@ Test(nn_modules, user_defined_kind_with_parameter_and_child)
         yt_add(yt_mul_scalar(x, yt_float(3.0)), yt_linear(x, yt_module_get(lin, "weight")));
     cr_assert_lt(max_abs_diff(y, expected), 1e-6);
     cr_assert_eq(yt_backward(yt_sum(y), NULL, NULL), YT_OK, "%s", yt_errmsg());
-    cr_assert_float_eq(yt_item(yt_grad(alpha)), -1.0, 1e-6, "grad %g: %s", yt_item(yt_grad(alpha)),
-                       yt_errmsg()); /* d/d alpha sum(x * alpha) */
+    cr_assert_float_eq(yt_item(yt_grad(alpha)), -1.0, 1e-6); /* d/d alpha sum(x * alpha) */
+    cr_assert_null(yt_module_forward2(m, x, x));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "Scale: forward takes 1 input, got 2");
     yt_scope_end();
 
     yt_status st;
