@@ -143,18 +143,20 @@ check_inputs(const mha_ctx *c, yt_tensor *q, yt_tensor *k, yt_tensor *v, yt_tens
     }
     int64_t L = q->sizes[d == 3 && c->batch_first ? 1 : 0];
     int64_t S = k->sizes[d == 3 && c->batch_first ? 1 : 0];
-    int64_t N = d == 3 ? q->sizes[bdim] : 1;
+    int64_t N = d == 3 ? q->sizes[bdim] : 1, NH = 0;
+    if (!yt__mul_ok(&NH, N, c->num_heads))
+        NH = -1; /* no mask can match: reported below */
     if (attn_mask != NULL) {
         bool ok = attn_mask->dim == 2   ? attn_mask->sizes[0] == L && attn_mask->sizes[1] == S
-                  : attn_mask->dim == 3 ? attn_mask->sizes[0] == N * c->num_heads &&
-                                              attn_mask->sizes[1] == L && attn_mask->sizes[2] == S
+                  : attn_mask->dim == 3 ? attn_mask->sizes[0] == NH && attn_mask->sizes[1] == L &&
+                                              attn_mask->sizes[2] == S
                                         : false;
         if (!ok) {
             yt__fail(YT_ERR_SHAPE,
                      "%s: attn_mask %s must be [L, S] = [%lld, %lld] or [N * num_heads, L, S] = "
                      "[%lld, %lld, %lld]",
                      fn, yt__nn_shape_str(attn_mask, a, sizeof a), (long long)L, (long long)S,
-                     (long long)(N * c->num_heads), (long long)L, (long long)S);
+                     (long long)NH, (long long)L, (long long)S);
             return false;
         }
     }
@@ -323,6 +325,9 @@ yt_multihead_attention_new(int64_t embed_dim, int64_t num_heads, double dropout,
         return yt__module_fail(YT_ERR_VALUE, "%s: %s=%lld must be positive", fn,
                                embed_dim <= 0 ? "embed_dim" : "num_heads",
                                (long long)(embed_dim <= 0 ? embed_dim : num_heads));
+    if (embed_dim > INT64_MAX / 3)
+        return yt__module_fail(YT_ERR_VALUE, "%s: embed_dim=%lld is too large", fn,
+                               (long long)embed_dim);
     if (embed_dim % num_heads != 0)
         return yt__module_fail(YT_ERR_VALUE,
                                "%s: embed_dim=%lld must be divisible by num_heads=%lld", fn,

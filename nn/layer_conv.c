@@ -32,6 +32,10 @@ check_conv(const char *fn, int64_t in, int64_t out, const int64_t *k, const int6
         if (d[i] <= 0)
             return yt__fail_status(YT_ERR_VALUE, "%s: dilation%s=%lld must be positive", fn, ax,
                                    (long long)d[i]);
+        if (k[i] - 1 > INT64_MAX / d[i] / 2)
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "%s: dilation%s=%lld times kernel_size%s=%lld is too large", fn,
+                                   ax, (long long)d[i], ax, (long long)k[i]);
         if (same && s[i] != 1)
             return yt__fail_status(YT_ERR_VALUE,
                                    "%s: padding_same needs stride 1, got stride%s=%lld (PyTorch: "

@@ -105,7 +105,7 @@ pool_new(const yt_module_kind *kind, const char *fn, const yt_pool2d_options *o,
         if (o->stride[i] <= 0)
             return yt__module_fail(YT_ERR_VALUE, "%s: stride[%d]=%lld must be positive", fn, i,
                                    (long long)o->stride[i]);
-        if (o->padding[i] < 0 || 2 * o->padding[i] > o->kernel_size[i])
+        if (o->padding[i] < 0 || o->padding[i] > o->kernel_size[i] / 2)
             return yt__module_fail(
                 YT_ERR_VALUE,
                 "%s: padding[%d]=%lld must be between 0 and half of kernel_size[%d]=%lld", fn, i,

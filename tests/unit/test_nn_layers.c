@@ -784,3 +784,38 @@ Test(nn_layers, losses_wrap_their_ops_and_keep_weights_as_buffers)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Sizes near the int64 limit: errors, never overflow (UBSan runs this) or a crash. */
+Test(nn_layers, extreme_sizes_are_errors)
+{
+    cr_assert_null(yt_linear_new(INT64_MAX, 2, true));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(yt_linear_new(INT64_MAX / 2, INT64_MAX / 2, true));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(yt_embedding_new(INT64_MAX, INT64_MAX, YT_NONE));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(yt_multihead_attention_new(INT64_MAX - 1, 1, 0.0, true, false));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "multihead_attention_new: embed_dim=9223372036854775806 is too "
+                                  "large");
+    yt_conv2d_options o = yt_conv2d_options_default(1, 1, INT64_MAX);
+    o.dilation[0] = INT64_MAX;
+    cr_assert_null(yt_conv2d_new(&o));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv2d_new: dilation[0]=9223372036854775807 times "
+                                  "kernel_size[0]=9223372036854775807 is too large");
+    o = yt_conv2d_options_default(INT64_MAX, INT64_MAX, 3);
+    cr_assert_null(yt_conv2d_new(&o));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(yt_max_pool2d_new(3, 1, INT64_MAX));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "max_pool2d_new: padding[0]=9223372036854775807 must be between 0 "
+                    "and half of kernel_size[0]=3");
+    const int64_t big[2] = {INT64_MAX, 2};
+    cr_assert_null(yt_layer_norm_new(big, 2, 1e-5, true));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(yt_group_norm_new(1, INT64_MAX, 1e-5, true));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    cr_assert_null(
+        yt_transformer_encoder_layer_new(INT64_MAX - 1, 2, 4, 0.1, "relu", false, false));
+    cr_assert_neq(yt_errcode(), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
