@@ -110,6 +110,11 @@ check_options(const yt_dataset *d, const yt_loader_options *o)
     if (o->workers < 0 || o->workers > MAX_WORKERS)
         return yt__fail_status(YT_ERR_VALUE, "%s: workers=%d is out of range 0..%d", op, o->workers,
                                MAX_WORKERS);
+    if (d->input_ndim >= YT_MAX_DIM || d->target_ndim >= YT_MAX_DIM)
+        return yt__fail_status(
+            YT_ERR_VALUE, "%s: dataset '%s' has %d-D %s; batches of them would exceed %d dims", op,
+            d->kind->name, d->input_ndim >= YT_MAX_DIM ? d->input_ndim : d->target_ndim,
+            d->input_ndim >= YT_MAX_DIM ? "inputs" : "targets", YT_MAX_DIM);
     if (o->prefetch < 0 || o->prefetch > MAX_PREFETCH)
         return yt__fail_status(YT_ERR_VALUE, "%s: prefetch=%d is out of range 0..%d", op,
                                o->prefetch, MAX_PREFETCH);

@@ -151,10 +151,11 @@ typedef struct yt_loader_options {
     int n_transforms;
 } yt_loader_options;
 
-/* A loader over `d` (retained). The worker threads start at once and wait for the first batch
- * to be asked for. A loader is used from one thread at a time.
+/* A loader over `d` (retained), at the first batch of epoch 0. The worker threads start at once
+ * and begin loading it. A loader is used from one thread at a time.
  * Errors: YT_ERR_VALUE (NULL arguments, batch_size < 1, workers out of 0..64, prefetch out of
- * 0..1024, more than 16 transforms, a transform that does not fit the samples' shape, std = 0),
+ * 0..1024, more than 16 transforms, a transform that does not fit the samples' shape, std = 0,
+ * 8-D samples: a batch would have 9 dims),
  * YT_ERR_DTYPE (transforms on non-f32 inputs), YT_ERR_NOMEM, YT_ERR_INTERNAL (a thread that
  * cannot start). */
 YT_API yt_loader *yt_loader_new(yt_dataset *d, const yt_loader_options *o);
