@@ -19,6 +19,9 @@ import pytest
 import torch
 from torch import nn
 
+# PyTorch warns that padding="same" with an even kernel may copy the input: expected here.
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.environ.get("YT_NN_RUNNER", os.path.join(ROOT, "build", "tests", "nn_runner"))
 
