@@ -17,7 +17,7 @@ typedef struct mha_ctx {
 } mha_ctx;
 
 /* Temporaries of one forward, released together at its end (no allocation: a fixed array). */
-enum { MAX_TEMPS = 48 };
+enum { MAX_TEMPS = 64 }; /* the longest path below keeps about 40 */
 typedef struct temps {
     yt_tensor *t[MAX_TEMPS];
     int n;
