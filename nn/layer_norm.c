@@ -42,7 +42,7 @@ batch_norm_forward(yt_module *m, yt_tensor *const *in, int n)
     double factor = isnan(c->momentum) ? 0.0 : c->momentum;
     if (m->training && c->track) {
         yt_tensor *count = m->buffers.tensors[BN_NUM_BATCHES];
-        int64_t *batches = (int64_t *)yt__data_ptr(count);
+        int64_t *batches = (int64_t *)yt__data_ptr(count); /* a CPU 0-d i64: no op needed */
         *batches += 1;
         yt__bump_version(count);
         if (isnan(c->momentum))
