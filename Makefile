@@ -69,7 +69,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-cli test-codegen \
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-nn test-cli test-codegen \
         test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
@@ -150,6 +150,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
+	$(Q)$(MAKE) --no-print-directory test-nn
 	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
@@ -186,6 +187,18 @@ $(BUILD)/tests/test_cli%: tests/unit/test_cli%.c $(TOOL_LIB_OBJ) $(STATIC_LIB)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default $< $(TOOL_LIB_OBJ) \
 	  -o $@ $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
+# nn modules against torch.nn (tests/nn/): the same weights, inputs and upstream gradient through
+# both; outputs, gradients and running statistics must agree.
+$(BUILD)/tests/nn_runner: tests/nn/runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
+	  $(STATIC_LIB) $(LDLIBS_LIB)
+
+test-nn: $(BUILD)/tests/nn_runner
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_NN_RUNNER=$(BUILD)/tests/nn_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/nn $(ARGS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
@@ -210,7 +223,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff test-cli
+	  test-unit test-diff test-nn test-cli
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
