@@ -54,7 +54,8 @@ yt_tensor *
 yt_named_tensors_get(const yt_named_tensors *list, const char *name)
 {
     int64_t i = yt_named_tensors_find(list, name);
-    return i < 0 ? NULL : yt_retain(list->tensors[i]);
+    /* a new reference like any other: the open scope owns it */
+    return i < 0 ? NULL : yt__scope_track(yt_retain(list->tensors[i]));
 }
 
 void

@@ -32,7 +32,8 @@ YT_API yt_status yt_named_tensors_add(yt_named_tensors *list, const char *name, 
 /* Index of `name` in the list, or -1 (no error recorded) when absent or when list/name is NULL. */
 YT_API int64_t yt_named_tensors_find(const yt_named_tensors *list, const char *name);
 
-/* The tensor named `name`: a new reference, or NULL (no error recorded) when absent. */
+/* The tensor named `name`: a new reference (owned by the open scope, if any, like every other
+ * returned tensor), or NULL (no error recorded) when absent. */
 YT_API yt_tensor *yt_named_tensors_get(const yt_named_tensors *list, const char *name);
 
 /* Releases every tensor and name and leaves an empty list. NULL is a no-op. */
