@@ -97,7 +97,7 @@ run_save_checkpoint(run_state *r, const train_progress *p, const char *path)
     return CLI_OK;
 }
 
-/* A 0-d value of the "train." part. */
+/* A 0-d value of the "train." part. Called inside a scope, which owns what _get returns. */
 static bool
 read_value(const yt_named_tensors *l, const char *name, double *out, const char *path)
 {
@@ -105,26 +105,23 @@ read_value(const yt_named_tensors *l, const char *name, double *out, const char 
     if (t == NULL || yt_tensor_numel(t) != 1) {
         fprintf(stderr, "yaten: %s: the checkpoint's train.%s is missing or not a single value\n",
                 path, name);
-        yt_release(t);
         return false;
     }
     *out = yt_item(t);
-    yt_release(t);
     return true;
 }
 
 static bool
-read_progress(const yt_named_tensors *l, train_progress *p, const char *path)
+read_progress_values(const yt_named_tensors *l, train_progress *p, const char *path)
 {
-    double v[5];
-    static const char *const names[5] = {"epoch", "batches", "samples", "step", "loss_sum"};
-    for (int i = 0; i < 5; i++)
+    double v[7];
+    static const char *const names[7] = {"epoch",    "batches", "samples", "step",
+                                         "loss_sum", "seconds", "lr"};
+    for (int i = 0; i < 7; i++)
         if (!read_value(l, names[i], &v[i], path))
             return false;
-    if (!read_value(l, "seconds", &p->seconds, path) || !read_value(l, "lr", &p->lr, path))
-        return false;
     p->epoch = (int64_t)v[0], p->batches = (int64_t)v[1], p->samples = (int64_t)v[2];
-    p->step = (int64_t)v[3], p->loss_sum = v[4];
+    p->step = (int64_t)v[3], p->loss_sum = v[4], p->seconds = v[5], p->lr = v[6];
     yt_tensor *h = yt_named_tensors_get(l, "history");
     bool ok = h != NULL && yt_tensor_dim(h) == 2 && yt_tensor_size(h, 1) == HISTORY_COLS;
     if (ok) {
@@ -133,10 +130,18 @@ read_progress(const yt_named_tensors *l, train_progress *p, const char *path)
         p->history = malloc(bytes ? bytes : 1);
         ok = p->history != NULL && yt_tensor_copy_to(h, p->history, bytes, YT_DTYPE_F64) == YT_OK;
     }
-    yt_release(h);
     if (!ok)
         fprintf(stderr, "yaten: %s: the checkpoint's train.history is missing or malformed\n",
                 path);
+    return ok;
+}
+
+static bool
+read_progress(const yt_named_tensors *l, train_progress *p, const char *path)
+{
+    yt_scope_begin();
+    bool ok = read_progress_values(l, p, path);
+    yt_scope_end();
     return ok;
 }
 

@@ -441,6 +441,15 @@ cmd_train(int argc, char **argv)
         rc = run_build(&r, true);
     if (rc == CLI_OK && !report_make_dir(cfg.output))
         rc = CLI_FAILED;
+    if (rc == CLI_OK && o.resume != NULL && o.config != NULL) {
+        char *stored = run_checkpoint_config(o.resume);
+        if (stored != NULL && strcmp(stored, cfg.text) != 0)
+            fprintf(stderr,
+                    "yaten train: note: %s differs from the config stored in %s; "
+                    "continuing with %s\n",
+                    o.config, o.resume, o.config);
+        free(stored);
+    }
     if (rc == CLI_OK && o.resume != NULL) {
         rc = run_load_checkpoint(&r, &p, o.resume);
         if (rc == CLI_OK && p.n_history > 0 &&
