@@ -90,6 +90,7 @@ bool layers_parse(yr_doc *d, const yaml_node_t *item, int index, cfg_layer *out)
 bool layers_infer(yr_doc *d, cfg_layer *layers, int n, const cli_shape *input, cli_shape *output);
 
 /* Argument access by name (the name must exist in the layer's table). */
+layer_value *layer_value_of(cfg_layer *l, const char *name); /* NULL for an unknown name */
 int64_t layer_int(const cfg_layer *l, const char *name);
 double layer_float(const cfg_layer *l, const char *name);
 bool layer_bool(const cfg_layer *l, const char *name);
