@@ -64,6 +64,14 @@ typedef struct yt__optim_param {
     yt_tensor *slot[YT__OPTIM_MAX_SLOTS]; /* strong references, NULL until needed */
 } yt__optim_param;
 
+/* One parameter's update in a step (the step's scratch, kept by the optimizer). */
+typedef struct yt__optim_work {
+    yt__optim_update u;
+    const void *options;
+    int64_t param_index;
+    yt_tensor *cast; /* the gradient converted to the parameter's layout and dtype, or NULL */
+} yt__optim_work;
+
 typedef struct yt__optim_group {
     void *options;     /* kind->options_size bytes, owned */
     double initial_lr; /* NAN until a scheduler records it */
@@ -77,6 +85,8 @@ struct yt_optimizer {
     int n_groups;
     yt__optim_param *params;
     int64_t n_params;
+    yt__optim_work *work; /* [n_params]: a step's work items */
+    int64_t *chunk_start; /* [n_params + 1]: first chunk of each work item */
 };
 
 /* The kinds (optim_sgd.c, optim_adam.c, optim_rmsprop.c, optim_adagrad.c). */
