@@ -109,7 +109,8 @@ YT_API void yt_optimizer_release(yt_optimizer *opt);
  * first update; later steps allocate nothing (unless a gradient is non-contiguous or of another
  * dtype: it is then converted once per step).
  * Errors: YT_ERR_VALUE (NULL), YT_ERR_SHAPE (a gradient whose shape differs from its
- * parameter's); checked for every parameter before any is modified. */
+ * parameter's), YT_ERR_DEVICE (a gradient not on the CPU), checked for every parameter before
+ * any is modified; YT_ERR_NOMEM. */
 YT_API yt_status yt_optimizer_step(yt_optimizer *opt);
 
 /* Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). NULL is a no-op. */
@@ -269,9 +270,10 @@ YT_API int64_t yt_scheduler_last_epoch(const yt_scheduler *s);
 /* "StepLR", "CosineAnnealingLR", ... (static string; "" for NULL). */
 YT_API const char *yt_scheduler_name(const yt_scheduler *s);
 
-/* The schedule's position (0-d tensors): last_epoch, step_count, base_lr.<g>, last_lr.<g>;
- * ReduceLROnPlateau: best, num_bad_epochs, cooldown_counter; SequentialLR: each scheduler's
- * under schedulers.<k>. The hyper-parameters are the constructor's and are not saved.
+/* Appends the schedule's position (0-d tensors): last_epoch, step_count, base_lr.<g>,
+ * last_lr.<g>; for ReduceLROnPlateau last_epoch, last_lr.<g>, best, num_bad_epochs,
+ * cooldown_counter; for SequentialLR last_epoch, last_lr.<g> and each scheduler's entries under
+ * schedulers.<k>. The hyper-parameters are the constructor's and are not saved.
  * Errors: YT_ERR_VALUE (NULL; a name already in `out`), YT_ERR_NOMEM. */
 YT_API yt_status yt_scheduler_state_dict(yt_scheduler *s, yt_named_tensors *out);
 /* Restores a position saved by yt_scheduler_state_dict from a scheduler of the same kind and
