@@ -11,6 +11,7 @@
 #include "yaten/named.h"
 #include "yaten/nn.h"
 #include "yaten/data.h"
+#include "yaten/optim.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif
