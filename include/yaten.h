@@ -9,6 +9,7 @@
 #include "yaten/autograd.h"
 #include "yaten/random.h"
 #include "yaten/named.h"
+#include "yaten/io.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif
