@@ -108,7 +108,7 @@ YT_API void yt_safetensors_index_clear(yt_safetensors_index *index);
 
 /* ---- NumPy .npy ---- */
 
-/* Writes `t` to `path` as a .npy file (format version 1.0, or 2.0 when the header needs it;
+/* Writes `t` to `path` as a .npy file (format version 1.0,
  * C order, little-endian; descr <f8 <f4 <f2 <i8 <i4 <i2 |i1 |u1 |b1). `t` may be a non-contiguous
  * view, 0-d or zero-size; it is borrowed. Errors: YT_ERR_VALUE (NULL path or tensor), YT_ERR_DTYPE
  * (bf16: NumPy has no bfloat16), YT_ERR_DEVICE, YT_ERR_IO, YT_ERR_NOMEM. */
