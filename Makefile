@@ -70,7 +70,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-codegen \
-        test-examples test-asan bench install uninstall clean format check-format
+        test-examples test-io test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
 all: lib $(BUILD)/yaten.pc $(EXAMPLES) $(YATEN_CLI)
@@ -147,6 +147,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
+	$(Q)$(MAKE) --no-print-directory test-io
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
@@ -176,6 +177,19 @@ test-diff: $(BUILD)/tests/diff_runner
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
 
+# Serialization against PyTorch and NumPy (tests/io/): safetensors and .npy files cross both ways;
+# the yaten side is tests/io/roundtrip.c.
+$(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) \
+	  $(LDLIBS_LIB)
+
+test-io: $(BUILD)/tests/io_roundtrip
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_IO_ROUNDTRIP=$(BUILD)/tests/io_roundtrip $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/io $(ARGS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
@@ -193,7 +207,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff
+	  test-unit test-diff test-io
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
