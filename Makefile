@@ -70,7 +70,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-codegen \
-        test-examples test-io test-asan bench install uninstall clean format check-format
+        test-examples test-io test-asan fuzz bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
 all: lib $(BUILD)/yaten.pc $(EXAMPLES) $(YATEN_CLI)
@@ -208,6 +208,22 @@ test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	  test-unit test-diff test-io
+
+# ---- fuzzing the file loaders (never part of test): libFuzzer needs clang, and the library does
+# not build with clang, so the loaders' own sources are compiled again with clang, coverage and
+# ASan+UBSan and linked ahead of the normal static library (whose copies of them are then not
+# pulled in). Each loader runs for FUZZ_SECONDS (tests/fuzz/run.sh).
+FUZZ_SECONDS ?= 60
+FUZZ_LOADER_SRC := nn/safetensors.c nn/npy.c nn/io_file.c nn/metadata.c
+FUZZ_FLAGS := -std=c11 -g -O1 -march=x86-64-v3 -D_GNU_SOURCE -fopenmp \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+fuzz: $(BUILD)/fuzz/fuzz_safetensors $(BUILD)/fuzz/fuzz_npy
+	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(FUZZ_LOADER_SRC) nn/io_file.h $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)clang $(CPPFLAGS_LIB) $(FUZZ_FLAGS) $< $(FUZZ_LOADER_SRC) -o $@ $(STATIC_LIB) \
+	  $(LDLIBS_LIB)
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
