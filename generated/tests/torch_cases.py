@@ -3611,638 +3611,628 @@ def case_605(self):
 
 
 def case_606(self):
-    """chunk (ops.yaml:1903 sample 0)"""
+    """split_with_sizes (ops.yaml:1903 sample 0)"""
+    split_sizes = [2, 3]
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_607(self):
+    """split_with_sizes (ops.yaml:1903 sample 1)"""
+    split_sizes = [1, 0, 5]
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_608(self):
+    """split_with_sizes (ops.yaml:1903 sample 2)"""
+    split_sizes = [1, 3]
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_609(self):
+    """split_with_sizes (ops.yaml:1903 sample 3)"""
+    split_sizes = [0, 0]
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_610(self):
+    """chunk (ops.yaml:1916 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_607(self):
-    """chunk (ops.yaml:1903 sample 1)"""
+def case_611(self):
+    """chunk (ops.yaml:1916 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_608(self):
-    """chunk (ops.yaml:1903 sample 2)"""
+def case_612(self):
+    """chunk (ops.yaml:1916 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_609(self):
-    """chunk (ops.yaml:1903 sample 3)"""
+def case_613(self):
+    """chunk (ops.yaml:1916 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_610(self):
-    """unbind.int (ops.yaml:1916 sample 0)"""
+def case_614(self):
+    """unbind.int (ops.yaml:1929 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_611(self):
-    """unbind.int (ops.yaml:1916 sample 1)"""
+def case_615(self):
+    """unbind.int (ops.yaml:1929 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_612(self):
-    """unbind.int (ops.yaml:1916 sample 2)"""
+def case_616(self):
+    """unbind.int (ops.yaml:1929 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_613(self):
-    """unbind.int (ops.yaml:1916 sample 3)"""
+def case_617(self):
+    """unbind.int (ops.yaml:1929 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_614(self, index):
-    """index_select (ops.yaml:1933 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_615(self, index):
-    """index_select (ops.yaml:1933 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_616(self, index):
-    """index_select (ops.yaml:1933 sample 2)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_617(self, index):
-    """index_select (ops.yaml:1933 sample 3)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
 def case_618(self, index):
-    """index_select (ops.yaml:1933 sample 4)"""
+    """index_select (ops.yaml:1946 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_619(self, index):
-    """index_select (ops.yaml:1933 sample 5)"""
+    """index_select (ops.yaml:1946 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_620(self, index):
+    """index_select (ops.yaml:1946 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_621(self, index):
+    """index_select (ops.yaml:1946 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_620(self, index, source):
-    """index_add (ops.yaml:1957 sample 0)"""
+def case_622(self, index):
+    """index_select (ops.yaml:1946 sample 4)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_621(self, index, source):
-    """index_add (ops.yaml:1957 sample 1)"""
-    dim = 1
-    alpha = 2.5
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_622(self, index, source):
-    """index_add (ops.yaml:1957 sample 2)"""
+def case_623(self, index):
+    """index_select (ops.yaml:1946 sample 5)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_623(self, index, source):
-    """index_add (ops.yaml:1957 sample 3)"""
-    dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_624(self, index, source):
-    """index_add (ops.yaml:1957 sample 4)"""
+    """index_add (ops.yaml:1970 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_625(self, index, source):
-    """index_copy (ops.yaml:1972 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:1970 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_626(self, index, source):
-    """index_copy (ops.yaml:1972 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:1970 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_627(self, index, source):
-    """index_copy (ops.yaml:1972 sample 2)"""
+    """index_add (ops.yaml:1970 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_628(self, index, source):
+    """index_add (ops.yaml:1970 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_629(self, index, source):
+    """index_copy (ops.yaml:1985 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_630(self, index, source):
+    """index_copy (ops.yaml:1985 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_628(self, index):
-    """gather (ops.yaml:1985 sample 0)"""
+def case_631(self, index, source):
+    """index_copy (ops.yaml:1985 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_632(self, index):
+    """gather (ops.yaml:1998 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_629(self, index):
-    """gather (ops.yaml:1985 sample 1)"""
+def case_633(self, index):
+    """gather (ops.yaml:1998 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_630(self, index):
-    """gather (ops.yaml:1985 sample 2)"""
+def case_634(self, index):
+    """gather (ops.yaml:1998 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_631(self, index):
-    """gather (ops.yaml:1985 sample 3)"""
+def case_635(self, index):
+    """gather (ops.yaml:1998 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_632(self, index):
-    """gather (ops.yaml:1985 sample 4)"""
+def case_636(self, index):
+    """gather (ops.yaml:1998 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_633(self, index, src):
-    """scatter.src (ops.yaml:2008 sample 0)"""
+def case_637(self, index, src):
+    """scatter.src (ops.yaml:2021 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_634(self, index, src):
-    """scatter.src (ops.yaml:2008 sample 1)"""
+def case_638(self, index, src):
+    """scatter.src (ops.yaml:2021 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_635(self, index, src):
-    """scatter.src (ops.yaml:2008 sample 2)"""
+def case_639(self, index, src):
+    """scatter.src (ops.yaml:2021 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_636(self, index, src):
-    """scatter.src (ops.yaml:2008 sample 3)"""
+def case_640(self, index, src):
+    """scatter.src (ops.yaml:2021 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_637(self, index):
-    """scatter.value (ops.yaml:2029 sample 0)"""
+def case_641(self, index):
+    """scatter.value (ops.yaml:2042 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_638(self, index):
-    """scatter.value (ops.yaml:2029 sample 1)"""
+def case_642(self, index):
+    """scatter.value (ops.yaml:2042 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_639(self, index):
-    """scatter.value (ops.yaml:2029 sample 2)"""
+def case_643(self, index):
+    """scatter.value (ops.yaml:2042 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_640(self, index, src):
-    """scatter_add (ops.yaml:2042 sample 0)"""
+def case_644(self, index, src):
+    """scatter_add (ops.yaml:2055 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_641(self, index, src):
-    """scatter_add (ops.yaml:2042 sample 1)"""
+def case_645(self, index, src):
+    """scatter_add (ops.yaml:2055 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_642(self, index, src):
-    """scatter_add (ops.yaml:2042 sample 2)"""
+def case_646(self, index, src):
+    """scatter_add (ops.yaml:2055 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_643(self, index, src):
-    """scatter_add (ops.yaml:2042 sample 3)"""
+def case_647(self, index, src):
+    """scatter_add (ops.yaml:2055 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_644(self, index, src):
-    """scatter_add (ops.yaml:2042 sample 4)"""
+def case_648(self, index, src):
+    """scatter_add (ops.yaml:2055 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_645(weight, indices):
-    """embedding (ops.yaml:2061 sample 0)"""
+def case_649(weight, indices):
+    """embedding (ops.yaml:2074 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_646(weight, indices):
-    """embedding (ops.yaml:2061 sample 1)"""
+def case_650(weight, indices):
+    """embedding (ops.yaml:2074 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_647(weight, indices):
-    """embedding (ops.yaml:2061 sample 2)"""
+def case_651(weight, indices):
+    """embedding (ops.yaml:2074 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_648(weight, indices):
-    """embedding (ops.yaml:2061 sample 3)"""
+def case_652(weight, indices):
+    """embedding (ops.yaml:2074 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_649(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2075 sample 0)"""
+def case_653(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2088 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_650(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2075 sample 1)"""
+def case_654(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2088 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_651(self):
-    """one_hot (ops.yaml:2102 sample 0)"""
+def case_655(self):
+    """one_hot (ops.yaml:2115 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_652(self):
-    """one_hot (ops.yaml:2102 sample 1)"""
+def case_656(self):
+    """one_hot (ops.yaml:2115 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_653(self):
-    """one_hot (ops.yaml:2102 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_654(self):
-    """one_hot (ops.yaml:2102 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_655(self):
-    """nonzero (ops.yaml:2114 sample 0)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_656(self):
-    """nonzero (ops.yaml:2114 sample 1)"""
-    return torch.ops.aten.nonzero(self)
-
-
 def case_657(self):
-    """nonzero (ops.yaml:2114 sample 2)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2115 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_658(self):
-    """nonzero (ops.yaml:2114 sample 3)"""
+    """one_hot (ops.yaml:2115 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_659(self):
+    """nonzero (ops.yaml:2127 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_659(self, mask):
-    """masked_select (ops.yaml:2127 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_660(self):
+    """nonzero (ops.yaml:2127 sample 1)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_660(self, mask):
-    """masked_select (ops.yaml:2127 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_661(self):
+    """nonzero (ops.yaml:2127 sample 2)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_661(self, mask):
-    """masked_select (ops.yaml:2127 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_662(self, mask):
-    """masked_select (ops.yaml:2127 sample 3)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_662(self):
+    """nonzero (ops.yaml:2127 sample 3)"""
+    return torch.ops.aten.nonzero(self)
 
 
 def case_663(self, mask):
-    """masked_select (ops.yaml:2127 sample 4)"""
+    """masked_select (ops.yaml:2140 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_664(self):
-    """argsort (ops.yaml:2142 sample 0)"""
+def case_664(self, mask):
+    """masked_select (ops.yaml:2140 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_665(self, mask):
+    """masked_select (ops.yaml:2140 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_666(self, mask):
+    """masked_select (ops.yaml:2140 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_667(self, mask):
+    """masked_select (ops.yaml:2140 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_668(self):
+    """argsort (ops.yaml:2155 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_665(self):
-    """argsort (ops.yaml:2142 sample 1)"""
+def case_669(self):
+    """argsort (ops.yaml:2155 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_666(self):
-    """argsort (ops.yaml:2142 sample 2)"""
+def case_670(self):
+    """argsort (ops.yaml:2155 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_667(self):
-    """argsort (ops.yaml:2142 sample 3)"""
+def case_671(self):
+    """argsort (ops.yaml:2155 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_668(self):
-    """argsort (ops.yaml:2142 sample 4)"""
+def case_672(self):
+    """argsort (ops.yaml:2155 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_669(self, indices_0):
-    """index.Tensor (ops.yaml:2156 sample 0)"""
+def case_673(self):
+    """argsort.stable (ops.yaml:2171 sample 0)"""
+    stable = True
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_674(self):
+    """argsort.stable (ops.yaml:2171 sample 1)"""
+    stable = False
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_675(self, indices_0):
+    """index.Tensor (ops.yaml:2182 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_670(self, indices_1):
-    """index.Tensor (ops.yaml:2156 sample 1)"""
+def case_676(self, indices_1):
+    """index.Tensor (ops.yaml:2182 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_671(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2156 sample 2)"""
+def case_677(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2182 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_672(self, indices_0):
-    """index.Tensor (ops.yaml:2156 sample 3)"""
+def case_678(self, indices_0):
+    """index.Tensor (ops.yaml:2182 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_673(self, indices_1):
-    """index.Tensor (ops.yaml:2156 sample 4)"""
+def case_679(self, indices_1):
+    """index.Tensor (ops.yaml:2182 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_674(self, indices_1):
-    """index.Tensor (ops.yaml:2156 sample 5)"""
+def case_680(self, indices_1):
+    """index.Tensor (ops.yaml:2182 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_675(self, indices_0, values):
-    """index_put (ops.yaml:2171 sample 0)"""
+def case_681(self, indices_0, values):
+    """index_put (ops.yaml:2197 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_676(self, indices_1, values):
-    """index_put (ops.yaml:2171 sample 1)"""
+def case_682(self, indices_1, values):
+    """index_put (ops.yaml:2197 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_677(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2171 sample 2)"""
+def case_683(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2197 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_678(self, indices_0, values):
-    """index_put (ops.yaml:2171 sample 3)"""
+def case_684(self, indices_0, values):
+    """index_put (ops.yaml:2197 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_679(self, indices_1, values):
-    """index_put (ops.yaml:2171 sample 4)"""
+def case_685(self, indices_1, values):
+    """index_put (ops.yaml:2197 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_680(self):
-    """sort (ops.yaml:2186 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_681(self):
-    """sort (ops.yaml:2186 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_682(self):
-    """sort (ops.yaml:2186 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_683(self):
-    """sort (ops.yaml:2186 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_684(self):
-    """sort (ops.yaml:2186 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_685(self):
-    """sort (ops.yaml:2186 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
 def case_686(self):
-    """sort (ops.yaml:2186 sample 3 result values)"""
+    """sort (ops.yaml:2212 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_687(self):
-    """sort (ops.yaml:2186 sample 3 result indices)"""
+    """sort (ops.yaml:2212 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_688(self):
-    """sort (ops.yaml:2186 sample 4 result values)"""
+    """sort (ops.yaml:2212 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_689(self):
+    """sort (ops.yaml:2212 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_690(self):
+    """sort (ops.yaml:2212 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_691(self):
+    """sort (ops.yaml:2212 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_692(self):
+    """sort (ops.yaml:2212 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_689(self):
-    """sort (ops.yaml:2186 sample 4 result indices)"""
+def case_693(self):
+    """sort (ops.yaml:2212 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_690(self):
-    """sort.stable (ops.yaml:2202 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_691(self):
-    """sort.stable (ops.yaml:2202 sample 0 result indices)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
-def case_692(self):
-    """sort.stable (ops.yaml:2202 sample 1 result values)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_693(self):
-    """sort.stable (ops.yaml:2202 sample 1 result indices)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
 def case_694(self):
-    """topk (ops.yaml:2216 sample 0 result values)"""
-    k = 2
+    """sort (ops.yaml:2212 sample 4 result values)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_695(self):
-    """topk (ops.yaml:2216 sample 0 result indices)"""
-    k = 2
+    """sort (ops.yaml:2212 sample 4 result indices)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_696(self):
-    """topk (ops.yaml:2216 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2228 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_697(self):
-    """topk (ops.yaml:2216 sample 1 result indices)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2228 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_698(self):
-    """topk (ops.yaml:2216 sample 2 result values)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2228 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_699(self):
-    """topk (ops.yaml:2216 sample 2 result indices)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2228 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_700(self):
-    """topk (ops.yaml:2216 sample 3 result values)"""
-    k = 0
+    """topk (ops.yaml:2242 sample 0 result values)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4250,8 +4240,8 @@ def case_700(self):
 
 
 def case_701(self):
-    """topk (ops.yaml:2216 sample 3 result indices)"""
-    k = 0
+    """topk (ops.yaml:2242 sample 0 result indices)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4259,7 +4249,61 @@ def case_701(self):
 
 
 def case_702(self):
-    """topk (ops.yaml:2216 sample 4 result values)"""
+    """topk (ops.yaml:2242 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_703(self):
+    """topk (ops.yaml:2242 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_704(self):
+    """topk (ops.yaml:2242 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_705(self):
+    """topk (ops.yaml:2242 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_706(self):
+    """topk (ops.yaml:2242 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_707(self):
+    """topk (ops.yaml:2242 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_708(self):
+    """topk (ops.yaml:2242 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4267,8 +4311,8 @@ def case_702(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_703(self):
-    """topk (ops.yaml:2216 sample 4 result indices)"""
+def case_709(self):
+    """topk (ops.yaml:2242 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4276,8 +4320,8 @@ def case_703(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_704(self):
-    """avg_pool2d (ops.yaml:2238 sample 0)"""
+def case_710(self):
+    """avg_pool2d (ops.yaml:2264 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4287,8 +4331,8 @@ def case_704(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_705(self):
-    """avg_pool2d (ops.yaml:2238 sample 1)"""
+def case_711(self):
+    """avg_pool2d (ops.yaml:2264 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4298,8 +4342,8 @@ def case_705(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_706(self):
-    """avg_pool2d (ops.yaml:2238 sample 2)"""
+def case_712(self):
+    """avg_pool2d (ops.yaml:2264 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4309,8 +4353,8 @@ def case_706(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_707(self):
-    """avg_pool2d (ops.yaml:2238 sample 3)"""
+def case_713(self):
+    """avg_pool2d (ops.yaml:2264 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4320,32 +4364,32 @@ def case_707(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_708(self):
-    """adaptive_avg_pool2d (ops.yaml:2257 sample 0)"""
+def case_714(self):
+    """adaptive_avg_pool2d (ops.yaml:2283 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_709(self):
-    """adaptive_avg_pool2d (ops.yaml:2257 sample 1)"""
+def case_715(self):
+    """adaptive_avg_pool2d (ops.yaml:2283 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_710(self):
-    """adaptive_avg_pool2d (ops.yaml:2257 sample 2)"""
+def case_716(self):
+    """adaptive_avg_pool2d (ops.yaml:2283 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_711(self):
-    """adaptive_avg_pool2d (ops.yaml:2257 sample 3)"""
+def case_717(self):
+    """adaptive_avg_pool2d (ops.yaml:2283 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_712(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2272 sample 0)"""
+def case_718(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2298 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4355,8 +4399,8 @@ def case_712(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_713(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2272 sample 1)"""
+def case_719(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2298 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4366,14 +4410,14 @@ def case_713(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_714(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2285 sample 0)"""
+def case_720(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2311 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_715(input, weight, bias):
-    """conv2d (ops.yaml:2332 sample 0)"""
+def case_721(input, weight, bias):
+    """conv2d (ops.yaml:2358 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4381,8 +4425,8 @@ def case_715(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_716(input, weight, bias):
-    """conv2d (ops.yaml:2332 sample 1)"""
+def case_722(input, weight, bias):
+    """conv2d (ops.yaml:2358 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4390,8 +4434,8 @@ def case_716(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_717(input, weight, bias):
-    """conv2d (ops.yaml:2332 sample 2)"""
+def case_723(input, weight, bias):
+    """conv2d (ops.yaml:2358 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4399,8 +4443,8 @@ def case_717(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_718(input, weight, bias):
-    """conv2d (ops.yaml:2332 sample 3)"""
+def case_724(input, weight, bias):
+    """conv2d (ops.yaml:2358 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4408,8 +4452,8 @@ def case_718(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_719(input, weight, bias):
-    """conv2d (ops.yaml:2332 sample 4)"""
+def case_725(input, weight, bias):
+    """conv2d (ops.yaml:2358 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4417,8 +4461,8 @@ def case_719(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_720(input, weight):
-    """conv2d (ops.yaml:2332 sample 5)"""
+def case_726(input, weight):
+    """conv2d (ops.yaml:2358 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4427,8 +4471,8 @@ def case_720(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_721(input, weight, bias):
-    """conv2d.padding (ops.yaml:2354 sample 0)"""
+def case_727(input, weight, bias):
+    """conv2d.padding (ops.yaml:2380 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4436,8 +4480,8 @@ def case_721(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_722(input, weight, bias):
-    """conv2d.padding (ops.yaml:2354 sample 1)"""
+def case_728(input, weight, bias):
+    """conv2d.padding (ops.yaml:2380 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4445,8 +4489,8 @@ def case_722(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_723(input, weight, bias):
-    """conv2d.padding (ops.yaml:2354 sample 2)"""
+def case_729(input, weight, bias):
+    """conv2d.padding (ops.yaml:2380 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4454,8 +4498,8 @@ def case_723(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_724(input, weight, bias):
-    """conv1d (ops.yaml:2374 sample 0)"""
+def case_730(input, weight, bias):
+    """conv1d (ops.yaml:2400 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4463,8 +4507,8 @@ def case_724(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_725(input, weight, bias):
-    """conv1d (ops.yaml:2374 sample 1)"""
+def case_731(input, weight, bias):
+    """conv1d (ops.yaml:2400 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4472,8 +4516,8 @@ def case_725(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_726(input, weight, bias):
-    """conv1d (ops.yaml:2374 sample 2)"""
+def case_732(input, weight, bias):
+    """conv1d (ops.yaml:2400 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4481,8 +4525,8 @@ def case_726(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_727(input, weight, bias):
-    """conv1d.padding (ops.yaml:2393 sample 0)"""
+def case_733(input, weight, bias):
+    """conv1d.padding (ops.yaml:2419 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4490,8 +4534,8 @@ def case_727(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_728(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2411 sample 0)"""
+def case_734(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2437 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4500,8 +4544,8 @@ def case_728(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_729(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2411 sample 1)"""
+def case_735(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2437 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4510,8 +4554,8 @@ def case_729(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_730(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2411 sample 2)"""
+def case_736(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2437 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4520,8 +4564,8 @@ def case_730(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_731(input, weight):
-    """conv_transpose2d.input (ops.yaml:2411 sample 3)"""
+def case_737(input, weight):
+    """conv_transpose2d.input (ops.yaml:2437 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4531,8 +4575,8 @@ def case_731(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_732(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2427 sample 0)"""
+def case_738(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2453 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4541,8 +4585,8 @@ def case_732(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_733(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2427 sample 1)"""
+def case_739(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2453 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4551,8 +4595,8 @@ def case_733(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_734(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2440 sample 0)"""
+def case_740(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2466 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4561,8 +4605,8 @@ def case_734(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_735(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2440 sample 1)"""
+def case_741(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2466 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4571,79 +4615,19 @@ def case_735(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_736(grad_output):
-    """conv2d_backward_bias (ops.yaml:2454 sample 0)"""
+def case_742(grad_output):
+    """conv2d_backward_bias (ops.yaml:2480 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_737(grad_output):
-    """conv2d_backward_bias (ops.yaml:2454 sample 1)"""
+def case_743(grad_output):
+    """conv2d_backward_bias (ops.yaml:2480 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_738(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_739(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_740(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_741(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_742(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_743(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 2 result indices)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_744(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 3 result values)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2498 sample 0 result values)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4652,8 +4636,8 @@ def case_744(self):
 
 
 def case_745(self):
-    """max_pool2d_with_indices (ops.yaml:2472 sample 3 result indices)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2498 sample 0 result indices)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4662,7 +4646,67 @@ def case_745(self):
 
 
 def case_746(self):
-    """max_pool2d (ops.yaml:2490 sample 0)"""
+    """max_pool2d_with_indices (ops.yaml:2498 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_747(self):
+    """max_pool2d_with_indices (ops.yaml:2498 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_748(self):
+    """max_pool2d_with_indices (ops.yaml:2498 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_749(self):
+    """max_pool2d_with_indices (ops.yaml:2498 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_750(self):
+    """max_pool2d_with_indices (ops.yaml:2498 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_751(self):
+    """max_pool2d_with_indices (ops.yaml:2498 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_752(self):
+    """max_pool2d (ops.yaml:2516 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4671,8 +4715,8 @@ def case_746(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_747(self):
-    """max_pool2d (ops.yaml:2490 sample 1)"""
+def case_753(self):
+    """max_pool2d (ops.yaml:2516 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4681,8 +4725,8 @@ def case_747(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_748(self):
-    """max_pool2d (ops.yaml:2490 sample 2)"""
+def case_754(self):
+    """max_pool2d (ops.yaml:2516 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4691,16 +4735,16 @@ def case_748(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_749(input, weight, bias):
-    """layer_norm (ops.yaml:2515 sample 0)"""
+def case_755(input, weight, bias):
+    """layer_norm (ops.yaml:2541 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_750(input, weight):
-    """layer_norm (ops.yaml:2515 sample 1)"""
+def case_756(input, weight):
+    """layer_norm (ops.yaml:2541 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4708,8 +4752,8 @@ def case_750(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_751(input, bias):
-    """layer_norm (ops.yaml:2515 sample 2)"""
+def case_757(input, bias):
+    """layer_norm (ops.yaml:2541 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4717,16 +4761,16 @@ def case_751(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_752(input, weight, bias):
-    """layer_norm (ops.yaml:2515 sample 3)"""
+def case_758(input, weight, bias):
+    """layer_norm (ops.yaml:2541 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_753(input):
-    """layer_norm (ops.yaml:2515 sample 4)"""
+def case_759(input):
+    """layer_norm (ops.yaml:2541 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4735,16 +4779,16 @@ def case_753(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_754(input, weight, bias):
-    """group_norm (ops.yaml:2542 sample 0)"""
+def case_760(input, weight, bias):
+    """group_norm (ops.yaml:2568 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_755(input, weight):
-    """group_norm (ops.yaml:2542 sample 1)"""
+def case_761(input, weight):
+    """group_norm (ops.yaml:2568 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4752,8 +4796,8 @@ def case_755(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_756(input, bias):
-    """group_norm (ops.yaml:2542 sample 2)"""
+def case_762(input, bias):
+    """group_norm (ops.yaml:2568 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4761,16 +4805,16 @@ def case_756(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_757(input, weight, bias):
-    """group_norm (ops.yaml:2542 sample 3)"""
+def case_763(input, weight, bias):
+    """group_norm (ops.yaml:2568 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_758(input):
-    """group_norm (ops.yaml:2542 sample 4)"""
+def case_764(input):
+    """group_norm (ops.yaml:2568 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4779,37 +4823,37 @@ def case_758(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_759(input, weight):
-    """rms_norm (ops.yaml:2566 sample 0)"""
+def case_765(input, weight):
+    """rms_norm (ops.yaml:2592 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_760(input):
-    """rms_norm (ops.yaml:2566 sample 1)"""
+def case_766(input):
+    """rms_norm (ops.yaml:2592 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_761(input, weight):
-    """rms_norm (ops.yaml:2566 sample 2)"""
+def case_767(input, weight):
+    """rms_norm (ops.yaml:2592 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_762(input, weight):
-    """rms_norm (ops.yaml:2566 sample 3)"""
+def case_768(input, weight):
+    """rms_norm (ops.yaml:2592 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_763(input, weight, bias):
-    """batch_norm (ops.yaml:2600 sample 0)"""
+def case_769(input, weight, bias):
+    """batch_norm (ops.yaml:2626 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4819,8 +4863,8 @@ def case_763(input, weight, bias):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_764(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2600 sample 1)"""
+def case_770(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2626 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4830,8 +4874,8 @@ def case_764(input, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_765(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2600 sample 2)"""
+def case_771(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2626 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4840,8 +4884,8 @@ def case_765(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_766(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2600 sample 3)"""
+def case_772(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2626 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4850,8 +4894,8 @@ def case_766(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_767(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2600 sample 4)"""
+def case_773(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2626 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4860,8 +4904,8 @@ def case_767(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_768(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2600 sample 5)"""
+def case_774(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2626 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4870,23 +4914,23 @@ def case_768(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_769(input, weight, bias):
-    """row_norm (ops.yaml:2634 sample 0)"""
+def case_775(input, weight, bias):
+    """row_norm (ops.yaml:2660 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_770(input, weight):
-    """row_norm (ops.yaml:2634 sample 1)"""
+def case_776(input, weight):
+    """row_norm (ops.yaml:2660 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_771(input, weight, bias):
-    """batch_norm_training (ops.yaml:2665 sample 0)"""
+def case_777(input, weight, bias):
+    """batch_norm_training (ops.yaml:2691 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -4894,8 +4938,8 @@ def case_771(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_772(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2665 sample 1)"""
+def case_778(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2691 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -4903,418 +4947,418 @@ def case_772(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_773(self):
-    """softmax.int (ops.yaml:2810 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_774(self):
-    """softmax.int (ops.yaml:2810 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_775(self):
-    """softmax.int (ops.yaml:2810 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_776(self):
-    """softmax.int (ops.yaml:2810 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_777(self):
-    """softmax.int (ops.yaml:2810 sample 4)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_778(self):
-    """log_softmax.int (ops.yaml:2828 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
 def case_779(self):
-    """log_softmax.int (ops.yaml:2828 sample 1)"""
-    dim = 0
+    """softmax.int (ops.yaml:2836 sample 0)"""
+    dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_780(self):
-    """log_softmax.int (ops.yaml:2828 sample 2)"""
+    """softmax.int (ops.yaml:2836 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_781(self):
+    """softmax.int (ops.yaml:2836 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_782(self):
+    """softmax.int (ops.yaml:2836 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_783(self):
+    """softmax.int (ops.yaml:2836 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_784(self):
+    """log_softmax.int (ops.yaml:2854 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_785(self):
+    """log_softmax.int (ops.yaml:2854 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_786(self):
+    """log_softmax.int (ops.yaml:2854 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_781(self):
-    """log_softmax.int (ops.yaml:2828 sample 3)"""
+def case_787(self):
+    """log_softmax.int (ops.yaml:2854 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_782(self):
-    """log_softmax.int (ops.yaml:2828 sample 4)"""
+def case_788(self):
+    """log_softmax.int (ops.yaml:2854 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_783(grad_output, output):
-    """softmax_backward_data (ops.yaml:2846 sample 0)"""
+def case_789(grad_output, output):
+    """softmax_backward_data (ops.yaml:2872 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_784(grad_output, output):
-    """softmax_backward_data (ops.yaml:2846 sample 1)"""
+def case_790(grad_output, output):
+    """softmax_backward_data (ops.yaml:2872 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_785(grad_output, output):
-    """softmax_backward_data (ops.yaml:2846 sample 2)"""
+def case_791(grad_output, output):
+    """softmax_backward_data (ops.yaml:2872 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_786(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2863 sample 0)"""
+def case_792(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2889 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_787(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2863 sample 1)"""
+def case_793(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2889 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_788(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2863 sample 2)"""
+def case_794(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2889 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_789(input):
-    """dropout (ops.yaml:2902 sample 0)"""
+def case_795(input):
+    """dropout (ops.yaml:2928 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_790(input):
-    """dropout (ops.yaml:2902 sample 1)"""
+def case_796(input):
+    """dropout (ops.yaml:2928 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_791(input):
-    """dropout (ops.yaml:2902 sample 2)"""
+def case_797(input):
+    """dropout (ops.yaml:2928 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_792(input):
-    """dropout (ops.yaml:2902 sample 3)"""
+def case_798(input):
+    """dropout (ops.yaml:2928 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_793(input):
-    """dropout (ops.yaml:2902 sample 4)"""
+def case_799(input):
+    """dropout (ops.yaml:2928 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_794(self, target):
-    """mse_loss (ops.yaml:2916 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_795(self, target):
-    """mse_loss (ops.yaml:2916 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_796(self, target):
-    """mse_loss (ops.yaml:2916 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_797(self, target):
-    """mse_loss (ops.yaml:2916 sample 3)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_798(self, target):
-    """mse_loss (ops.yaml:2916 sample 4)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_799(self, target):
-    """l1_loss (ops.yaml:2931 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_800(self, target):
-    """l1_loss (ops.yaml:2931 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    """mse_loss (ops.yaml:2942 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_801(self, target):
-    """l1_loss (ops.yaml:2931 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    """mse_loss (ops.yaml:2942 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_802(self, target):
-    """l1_loss (ops.yaml:2931 sample 3)"""
+    """mse_loss (ops.yaml:2942 sample 2)"""
     reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_803(self, target):
-    """l1_loss (ops.yaml:2931 sample 4)"""
+    """mse_loss (ops.yaml:2942 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_804(self, target):
+    """mse_loss (ops.yaml:2942 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_805(self, target):
+    """l1_loss (ops.yaml:2957 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_806(self, target):
+    """l1_loss (ops.yaml:2957 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_807(self, target):
+    """l1_loss (ops.yaml:2957 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_804(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 0)"""
+def case_808(self, target):
+    """l1_loss (ops.yaml:2957 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_809(self, target):
+    """l1_loss (ops.yaml:2957 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_810(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_805(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 1)"""
+def case_811(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_806(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 2)"""
+def case_812(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_807(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 3)"""
+def case_813(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_808(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 4)"""
+def case_814(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_809(self, target):
-    """smooth_l1_loss (ops.yaml:2946 sample 5)"""
+def case_815(self, target):
+    """smooth_l1_loss (ops.yaml:2972 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_810(self, target):
-    """huber_loss (ops.yaml:2962 sample 0)"""
+def case_816(self, target):
+    """huber_loss (ops.yaml:2988 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_811(self, target):
-    """huber_loss (ops.yaml:2962 sample 1)"""
+def case_817(self, target):
+    """huber_loss (ops.yaml:2988 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_812(self, target):
-    """huber_loss (ops.yaml:2962 sample 2)"""
+def case_818(self, target):
+    """huber_loss (ops.yaml:2988 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_813(self, target):
-    """huber_loss (ops.yaml:2962 sample 3)"""
+def case_819(self, target):
+    """huber_loss (ops.yaml:2988 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_814(self, target):
-    """huber_loss (ops.yaml:2962 sample 4)"""
+def case_820(self, target):
+    """huber_loss (ops.yaml:2988 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_815(self, target):
-    """binary_cross_entropy (ops.yaml:2978 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_816(self, target):
-    """binary_cross_entropy (ops.yaml:2978 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_817(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2978 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_818(self, target):
-    """binary_cross_entropy (ops.yaml:2978 sample 3)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_819(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2978 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_820(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2978 sample 5)"""
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_821(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3004 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_822(self, target):
+    """binary_cross_entropy (ops.yaml:3004 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_823(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3004 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_824(self, target):
+    """binary_cross_entropy (ops.yaml:3004 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_825(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3004 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_826(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3004 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_827(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_822(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 1)"""
+def case_828(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_823(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 2)"""
+def case_829(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_824(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 3)"""
+def case_830(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_825(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 4)"""
+def case_831(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_826(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2994 sample 5)"""
+def case_832(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_827(self, target):
-    """nll_loss (ops.yaml:3017 sample 0)"""
+def case_833(self, target):
+    """nll_loss (ops.yaml:3043 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_828(self, target, weight):
-    """nll_loss (ops.yaml:3017 sample 1)"""
+def case_834(self, target, weight):
+    """nll_loss (ops.yaml:3043 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_829(self, target, weight):
-    """nll_loss (ops.yaml:3017 sample 2)"""
+def case_835(self, target, weight):
+    """nll_loss (ops.yaml:3043 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_830(self, target):
-    """nll_loss (ops.yaml:3017 sample 3)"""
+def case_836(self, target):
+    """nll_loss (ops.yaml:3043 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_831(self, target, weight):
-    """nll_loss (ops.yaml:3017 sample 4)"""
+def case_837(self, target, weight):
+    """nll_loss (ops.yaml:3043 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_832(self, target):
-    """nll_loss (ops.yaml:3017 sample 5)"""
+def case_838(self, target):
+    """nll_loss (ops.yaml:3043 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_833(self, target):
-    """cross_entropy_loss (ops.yaml:3040 sample 0)"""
+def case_839(self, target):
+    """cross_entropy_loss (ops.yaml:3066 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5322,32 +5366,32 @@ def case_833(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_834(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 1)"""
+def case_840(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_835(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 2)"""
+def case_841(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_836(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 3)"""
+def case_842(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_837(self, target):
-    """cross_entropy_loss (ops.yaml:3040 sample 4)"""
+def case_843(self, target):
+    """cross_entropy_loss (ops.yaml:3066 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5355,8 +5399,8 @@ def case_837(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_838(self, target):
-    """cross_entropy_loss (ops.yaml:3040 sample 5)"""
+def case_844(self, target):
+    """cross_entropy_loss (ops.yaml:3066 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5364,16 +5408,16 @@ def case_838(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_839(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 6)"""
+def case_845(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_840(self, target):
-    """cross_entropy_loss (ops.yaml:3040 sample 7)"""
+def case_846(self, target):
+    """cross_entropy_loss (ops.yaml:3066 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5381,24 +5425,24 @@ def case_840(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_841(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 8)"""
+def case_847(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_842(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 9)"""
+def case_848(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_843(self, target):
-    """cross_entropy_loss (ops.yaml:3040 sample 10)"""
+def case_849(self, target):
+    """cross_entropy_loss (ops.yaml:3066 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5406,16 +5450,16 @@ def case_843(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_844(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3040 sample 11)"""
+def case_850(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3066 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_845(self, target):
-    """cross_entropy_index (ops.yaml:3065 sample 0)"""
+def case_851(self, target):
+    """cross_entropy_index (ops.yaml:3091 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5423,8 +5467,8 @@ def case_845(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_846(self, target):
-    """cross_entropy_index (ops.yaml:3065 sample 1)"""
+def case_852(self, target):
+    """cross_entropy_index (ops.yaml:3091 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5432,8 +5476,8 @@ def case_846(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_847(self, target):
-    """cross_entropy_index (ops.yaml:3065 sample 2)"""
+def case_853(self, target):
+    """cross_entropy_index (ops.yaml:3091 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5441,8 +5485,8 @@ def case_847(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_848(self, target):
-    """cross_entropy_index (ops.yaml:3065 sample 3)"""
+def case_854(self, target):
+    """cross_entropy_index (ops.yaml:3091 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5450,8 +5494,8 @@ def case_848(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_849(self, target):
-    """cross_entropy_index (ops.yaml:3065 sample 4)"""
+def case_855(self, target):
+    """cross_entropy_index (ops.yaml:3091 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5459,8 +5503,8 @@ def case_849(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_850(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 0)"""
+def case_856(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5468,24 +5512,24 @@ def case_850(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_851(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 1)"""
+def case_857(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_852(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 2)"""
+def case_858(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_853(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 3)"""
+def case_859(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5493,8 +5537,8 @@ def case_853(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_854(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 4)"""
+def case_860(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5502,8 +5546,8 @@ def case_854(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_855(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 5)"""
+def case_861(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5511,8 +5555,8 @@ def case_855(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_856(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3102 sample 6)"""
+def case_862(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3128 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5520,48 +5564,48 @@ def case_856(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_857():
-    """empty (ops.yaml:3122 sample 0)"""
+def case_863():
+    """empty (ops.yaml:3148 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_858():
-    """empty (ops.yaml:3122 sample 1)"""
+def case_864():
+    """empty (ops.yaml:3148 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_859():
-    """empty (ops.yaml:3122 sample 2)"""
+def case_865():
+    """empty (ops.yaml:3148 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_860():
-    """zeros (ops.yaml:3129 sample 0)"""
+def case_866():
+    """zeros (ops.yaml:3155 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_861():
-    """ones (ops.yaml:3137 sample 0)"""
+def case_867():
+    """ones (ops.yaml:3163 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_862():
-    """full (ops.yaml:3152 sample 0)"""
+def case_868():
+    """full (ops.yaml:3178 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5569,8 +5613,8 @@ def case_862():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_863():
-    """full (ops.yaml:3152 sample 1)"""
+def case_869():
+    """full (ops.yaml:3178 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5578,8 +5622,8 @@ def case_863():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_864():
-    """full (ops.yaml:3152 sample 2)"""
+def case_870():
+    """full (ops.yaml:3178 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5587,71 +5631,71 @@ def case_864():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_865(self):
-    """empty_like (ops.yaml:3163 sample 0)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_866(self):
-    """empty_like (ops.yaml:3163 sample 1)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_867(self):
-    """empty_like (ops.yaml:3163 sample 2)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_868(self):
-    """ones_like (ops.yaml:3183 sample 0)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
-def case_869(self):
-    """ones_like (ops.yaml:3183 sample 1)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
-def case_870(self):
-    """ones_like (ops.yaml:3183 sample 2)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
 def case_871(self):
-    """ones_like (ops.yaml:3183 sample 3)"""
+    """empty_like (ops.yaml:3189 sample 0)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_872(self):
+    """empty_like (ops.yaml:3189 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_873(self):
+    """empty_like (ops.yaml:3189 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_874(self):
+    """ones_like (ops.yaml:3209 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_875(self):
+    """ones_like (ops.yaml:3209 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_876(self):
+    """ones_like (ops.yaml:3209 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_877(self):
+    """ones_like (ops.yaml:3209 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_872(self):
-    """full_like (ops.yaml:3195 sample 0)"""
+def case_878(self):
+    """full_like (ops.yaml:3221 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_873(self):
-    """full_like (ops.yaml:3195 sample 1)"""
+def case_879(self):
+    """full_like (ops.yaml:3221 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_874(self):
-    """full_like (ops.yaml:3195 sample 2)"""
+def case_880(self):
+    """full_like (ops.yaml:3221 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_875():
-    """arange (ops.yaml:3200 sample 0)"""
+def case_881():
+    """arange (ops.yaml:3226 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5660,8 +5704,8 @@ def case_875():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_876():
-    """linspace (ops.yaml:3215 sample 0)"""
+def case_882():
+    """linspace (ops.yaml:3241 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5670,8 +5714,8 @@ def case_876():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_877():
-    """linspace (ops.yaml:3215 sample 1)"""
+def case_883():
+    """linspace (ops.yaml:3241 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5680,8 +5724,8 @@ def case_877():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_878():
-    """linspace (ops.yaml:3215 sample 2)"""
+def case_884():
+    """linspace (ops.yaml:3241 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5690,24 +5734,24 @@ def case_878():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_879():
-    """eye (ops.yaml:3227 sample 0)"""
+def case_885():
+    """eye (ops.yaml:3253 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_880():
-    """eye (ops.yaml:3227 sample 1)"""
+def case_886():
+    """eye (ops.yaml:3253 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_881():
-    """eye.m (ops.yaml:3238 sample 0)"""
+def case_887():
+    """eye.m (ops.yaml:3264 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5715,8 +5759,8 @@ def case_881():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_882():
-    """eye.m (ops.yaml:3238 sample 1)"""
+def case_888():
+    """eye.m (ops.yaml:3264 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5724,8 +5768,8 @@ def case_882():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_883():
-    """rand (ops.yaml:3242 sample 0)"""
+def case_889():
+    """rand (ops.yaml:3268 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5733,8 +5777,8 @@ def case_883():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_884():
-    """randn (ops.yaml:3253 sample 0)"""
+def case_890():
+    """randn (ops.yaml:3279 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5742,36 +5786,36 @@ def case_884():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_885(self):
-    """rand_like (ops.yaml:3270 sample 0)"""
+def case_891(self):
+    """rand_like (ops.yaml:3296 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_886(self):
-    """rand_like (ops.yaml:3270 sample 1)"""
+def case_892(self):
+    """rand_like (ops.yaml:3296 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_887(self):
-    """randn_like (ops.yaml:3280 sample 0)"""
+def case_893(self):
+    """randn_like (ops.yaml:3306 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_888(self):
-    """randn_like (ops.yaml:3280 sample 1)"""
+def case_894(self):
+    """randn_like (ops.yaml:3306 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_889():
-    """randint (ops.yaml:3291 sample 0)"""
+def case_895():
+    """randint (ops.yaml:3317 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5780,8 +5824,8 @@ def case_889():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_890():
-    """randint (ops.yaml:3291 sample 1)"""
+def case_896():
+    """randint (ops.yaml:3317 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5790,8 +5834,8 @@ def case_890():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_891():
-    """randint.low (ops.yaml:3302 sample 0)"""
+def case_897():
+    """randint.low (ops.yaml:3328 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5801,8 +5845,8 @@ def case_891():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_892():
-    """randperm (ops.yaml:3312 sample 0)"""
+def case_898():
+    """randperm (ops.yaml:3338 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5810,8 +5854,8 @@ def case_892():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_893():
-    """randperm (ops.yaml:3312 sample 1)"""
+def case_899():
+    """randperm (ops.yaml:3338 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5819,83 +5863,83 @@ def case_893():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_894(self):
-    """bernoulli.p (ops.yaml:3329 sample 0)"""
+def case_900(self):
+    """bernoulli.p (ops.yaml:3355 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_895(self):
-    """bernoulli.p (ops.yaml:3329 sample 1)"""
+def case_901(self):
+    """bernoulli.p (ops.yaml:3355 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_896(self):
-    """bernoulli.p (ops.yaml:3329 sample 2)"""
+def case_902(self):
+    """bernoulli.p (ops.yaml:3355 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_897(self):
-    """normal (ops.yaml:3340 sample 0)"""
+def case_903(self):
+    """normal (ops.yaml:3366 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_898(self):
-    """normal (ops.yaml:3340 sample 1)"""
+def case_904(self):
+    """normal (ops.yaml:3366 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_899(self):
-    """normal (ops.yaml:3340 sample 2)"""
+def case_905(self):
+    """normal (ops.yaml:3366 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_900(self):
-    """uniform (ops.yaml:3352 sample 0)"""
+def case_906(self):
+    """uniform (ops.yaml:3378 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_901(self):
-    """uniform (ops.yaml:3352 sample 1)"""
+def case_907(self):
+    """uniform (ops.yaml:3378 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_902(self):
-    """uniform (ops.yaml:3352 sample 2)"""
+def case_908(self):
+    """uniform (ops.yaml:3378 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_903(self):
-    """sum_to (ops.yaml:3365 sample 0)"""
+def case_909(self):
+    """sum_to (ops.yaml:3391 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_904(self):
-    """sum_to (ops.yaml:3365 sample 1)"""
+def case_910(self):
+    """sum_to (ops.yaml:3391 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -7719,901 +7763,919 @@ CASES = [
     dict(op="split.Tensor", where="ops.yaml:1890 sample 3", fn=case_605, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1903 sample 0", fn=case_606, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1903 sample 0", fn=case_606, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1903 sample 1", fn=case_607, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1903 sample 1", fn=case_607, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1903 sample 2", fn=case_608, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1903 sample 2", fn=case_608, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1903 sample 3", fn=case_609, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1903 sample 3", fn=case_609, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1916 sample 0", fn=case_610, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1916 sample 0", fn=case_610, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1916 sample 1", fn=case_611, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1916 sample 1", fn=case_611, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1916 sample 2", fn=case_612, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1916 sample 2", fn=case_612, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1916 sample 3", fn=case_613, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1916 sample 3", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 0", fn=case_614, tensors=["self", "index"],
+    dict(op="unbind.int", where="ops.yaml:1929 sample 0", fn=case_614, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1929 sample 1", fn=case_615, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1929 sample 2", fn=case_616, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1929 sample 3", fn=case_617, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1946 sample 0", fn=case_618, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 1", fn=case_615, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1946 sample 1", fn=case_619, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 2", fn=case_616, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1946 sample 2", fn=case_620, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 3", fn=case_617, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1946 sample 3", fn=case_621, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 4", fn=case_618, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1946 sample 4", fn=case_622, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1933 sample 5", fn=case_619, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1946 sample 5", fn=case_623, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1957 sample 0", fn=case_620, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1970 sample 0", fn=case_624, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1957 sample 1", fn=case_621, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1970 sample 1", fn=case_625, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1957 sample 2", fn=case_622, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1970 sample 2", fn=case_626, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1957 sample 3", fn=case_623, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1970 sample 3", fn=case_627, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1957 sample 4", fn=case_624, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1970 sample 4", fn=case_628, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1972 sample 0", fn=case_625, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1985 sample 0", fn=case_629, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1972 sample 1", fn=case_626, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1985 sample 1", fn=case_630, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1972 sample 2", fn=case_627, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1985 sample 2", fn=case_631, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1985 sample 0", fn=case_628, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1998 sample 0", fn=case_632, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1985 sample 1", fn=case_629, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1998 sample 1", fn=case_633, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1985 sample 2", fn=case_630, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1998 sample 2", fn=case_634, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1985 sample 3", fn=case_631, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1998 sample 3", fn=case_635, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1985 sample 4", fn=case_632, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1998 sample 4", fn=case_636, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2008 sample 0", fn=case_633, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2021 sample 0", fn=case_637, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2008 sample 1", fn=case_634, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2021 sample 1", fn=case_638, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2008 sample 2", fn=case_635, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2021 sample 2", fn=case_639, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2008 sample 3", fn=case_636, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2021 sample 3", fn=case_640, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2029 sample 0", fn=case_637, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2042 sample 0", fn=case_641, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2029 sample 1", fn=case_638, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2042 sample 1", fn=case_642, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2029 sample 2", fn=case_639, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2042 sample 2", fn=case_643, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2042 sample 0", fn=case_640, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2055 sample 0", fn=case_644, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2042 sample 1", fn=case_641, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2055 sample 1", fn=case_645, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2042 sample 2", fn=case_642, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2055 sample 2", fn=case_646, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2042 sample 3", fn=case_643, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2055 sample 3", fn=case_647, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2042 sample 4", fn=case_644, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2055 sample 4", fn=case_648, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2061 sample 0", fn=case_645, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2074 sample 0", fn=case_649, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2061 sample 1", fn=case_646, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2074 sample 1", fn=case_650, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2061 sample 2", fn=case_647, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2074 sample 2", fn=case_651, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2061 sample 3", fn=case_648, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2074 sample 3", fn=case_652, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2075 sample 0", fn=case_649, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 0", fn=case_653, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2075 sample 1", fn=case_650, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 1", fn=case_654, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2102 sample 0", fn=case_651, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2115 sample 0", fn=case_655, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2102 sample 1", fn=case_652, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2115 sample 1", fn=case_656, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2102 sample 2", fn=case_653, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2115 sample 2", fn=case_657, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2102 sample 3", fn=case_654, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2115 sample 3", fn=case_658, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2114 sample 0", fn=case_655, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2127 sample 0", fn=case_659, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2114 sample 1", fn=case_656, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2127 sample 1", fn=case_660, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2114 sample 2", fn=case_657, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2127 sample 2", fn=case_661, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2114 sample 3", fn=case_658, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2127 sample 3", fn=case_662, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2127 sample 0", fn=case_659, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2140 sample 0", fn=case_663, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2127 sample 1", fn=case_660, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2140 sample 1", fn=case_664, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2127 sample 2", fn=case_661, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2140 sample 2", fn=case_665, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2127 sample 3", fn=case_662, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2140 sample 3", fn=case_666, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2127 sample 4", fn=case_663, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2140 sample 4", fn=case_667, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2142 sample 0", fn=case_664, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2155 sample 0", fn=case_668, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2142 sample 1", fn=case_665, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2155 sample 1", fn=case_669, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2142 sample 2", fn=case_666, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2155 sample 2", fn=case_670, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2142 sample 3", fn=case_667, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2155 sample 3", fn=case_671, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2142 sample 4", fn=case_668, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2155 sample 4", fn=case_672, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 0", fn=case_669, tensors=["self", "indices_0"],
+    dict(op="argsort.stable", where="ops.yaml:2171 sample 0", fn=case_673, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort.stable", where="ops.yaml:2171 sample 1", fn=case_674, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 0", fn=case_675, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 1", fn=case_670, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 1", fn=case_676, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 2", fn=case_671, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 2", fn=case_677, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 3", fn=case_672, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 3", fn=case_678, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 4", fn=case_673, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 4", fn=case_679, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2156 sample 5", fn=case_674, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2182 sample 5", fn=case_680, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2171 sample 0", fn=case_675, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2197 sample 0", fn=case_681, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2171 sample 1", fn=case_676, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2197 sample 1", fn=case_682, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2171 sample 2", fn=case_677, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2197 sample 2", fn=case_683, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2171 sample 3", fn=case_678, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2197 sample 3", fn=case_684, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2171 sample 4", fn=case_679, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2197 sample 4", fn=case_685, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 0 result values", fn=case_680, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 0 result values", fn=case_686, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 0 result indices", fn=case_681, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 0 result indices", fn=case_687, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 1 result values", fn=case_682, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 1 result values", fn=case_688, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 1 result indices", fn=case_683, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 1 result indices", fn=case_689, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 2 result values", fn=case_684, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 2 result values", fn=case_690, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 2 result indices", fn=case_685, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 2 result indices", fn=case_691, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 3 result values", fn=case_686, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 3 result values", fn=case_692, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 3 result indices", fn=case_687, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 3 result indices", fn=case_693, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 4 result values", fn=case_688, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 4 result values", fn=case_694, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2186 sample 4 result indices", fn=case_689, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2212 sample 4 result indices", fn=case_695, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2202 sample 0 result values", fn=case_690, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2228 sample 0 result values", fn=case_696, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2202 sample 0 result indices", fn=case_691, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2228 sample 0 result indices", fn=case_697, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2202 sample 1 result values", fn=case_692, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2228 sample 1 result values", fn=case_698, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2202 sample 1 result indices", fn=case_693, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2228 sample 1 result indices", fn=case_699, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 0 result values", fn=case_694, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 0 result values", fn=case_700, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 0 result indices", fn=case_695, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 0 result indices", fn=case_701, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 1 result values", fn=case_696, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 1 result values", fn=case_702, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 1 result indices", fn=case_697, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 1 result indices", fn=case_703, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 2 result values", fn=case_698, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 2 result values", fn=case_704, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 2 result indices", fn=case_699, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 2 result indices", fn=case_705, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 3 result values", fn=case_700, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 3 result values", fn=case_706, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 3 result indices", fn=case_701, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 3 result indices", fn=case_707, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 4 result values", fn=case_702, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 4 result values", fn=case_708, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2216 sample 4 result indices", fn=case_703, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2242 sample 4 result indices", fn=case_709, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2238 sample 0", fn=case_704, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2264 sample 0", fn=case_710, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2238 sample 1", fn=case_705, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2264 sample 1", fn=case_711, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2238 sample 2", fn=case_706, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2264 sample 2", fn=case_712, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2238 sample 3", fn=case_707, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2264 sample 3", fn=case_713, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2257 sample 0", fn=case_708, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 0", fn=case_714, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2257 sample 1", fn=case_709, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 1", fn=case_715, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2257 sample 2", fn=case_710, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 2", fn=case_716, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2257 sample 3", fn=case_711, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 3", fn=case_717, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2272 sample 0", fn=case_712, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2298 sample 0", fn=case_718, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2272 sample 1", fn=case_713, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2298 sample 1", fn=case_719, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2285 sample 0", fn=case_714, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2311 sample 0", fn=case_720, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 0", fn=case_715, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 0", fn=case_721, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 1", fn=case_716, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 1", fn=case_722, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 2", fn=case_717, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 2", fn=case_723, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 3", fn=case_718, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 3", fn=case_724, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 4", fn=case_719, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 4", fn=case_725, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2332 sample 5", fn=case_720, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2358 sample 5", fn=case_726, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2354 sample 0", fn=case_721, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2380 sample 0", fn=case_727, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2354 sample 1", fn=case_722, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2380 sample 1", fn=case_728, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2354 sample 2", fn=case_723, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2380 sample 2", fn=case_729, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2374 sample 0", fn=case_724, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2400 sample 0", fn=case_730, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2374 sample 1", fn=case_725, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2400 sample 1", fn=case_731, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2374 sample 2", fn=case_726, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2400 sample 2", fn=case_732, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2393 sample 0", fn=case_727, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2419 sample 0", fn=case_733, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2411 sample 0", fn=case_728, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 0", fn=case_734, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2411 sample 1", fn=case_729, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 1", fn=case_735, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2411 sample 2", fn=case_730, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 2", fn=case_736, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2411 sample 3", fn=case_731, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 3", fn=case_737, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2427 sample 0", fn=case_732, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2453 sample 0", fn=case_738, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2427 sample 1", fn=case_733, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2453 sample 1", fn=case_739, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2440 sample 0", fn=case_734, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2466 sample 0", fn=case_740, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2440 sample 1", fn=case_735, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2466 sample 1", fn=case_741, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2454 sample 0", fn=case_736, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2480 sample 0", fn=case_742, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2454 sample 1", fn=case_737, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2480 sample 1", fn=case_743, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 0 result values", fn=case_738, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 0 result values", fn=case_744, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 0 result indices", fn=case_739, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 0 result indices", fn=case_745, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 1 result values", fn=case_740, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 1 result values", fn=case_746, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 1 result indices", fn=case_741, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 1 result indices", fn=case_747, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 2 result values", fn=case_742, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 2 result values", fn=case_748, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 2 result indices", fn=case_743, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 2 result indices", fn=case_749, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 3 result values", fn=case_744, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 3 result values", fn=case_750, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2472 sample 3 result indices", fn=case_745, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 3 result indices", fn=case_751, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2490 sample 0", fn=case_746, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2516 sample 0", fn=case_752, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2490 sample 1", fn=case_747, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2516 sample 1", fn=case_753, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2490 sample 2", fn=case_748, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2516 sample 2", fn=case_754, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2515 sample 0", fn=case_749, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2541 sample 0", fn=case_755, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2515 sample 1", fn=case_750, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2541 sample 1", fn=case_756, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2515 sample 2", fn=case_751, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2541 sample 2", fn=case_757, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2515 sample 3", fn=case_752, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2541 sample 3", fn=case_758, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2515 sample 4", fn=case_753, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2541 sample 4", fn=case_759, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2542 sample 0", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2568 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2542 sample 1", fn=case_755, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2568 sample 1", fn=case_761, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2542 sample 2", fn=case_756, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2568 sample 2", fn=case_762, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2542 sample 3", fn=case_757, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2568 sample 3", fn=case_763, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2542 sample 4", fn=case_758, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2568 sample 4", fn=case_764, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2566 sample 0", fn=case_759, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2592 sample 0", fn=case_765, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2566 sample 1", fn=case_760, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2592 sample 1", fn=case_766, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2566 sample 2", fn=case_761, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2592 sample 2", fn=case_767, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2566 sample 3", fn=case_762, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2592 sample 3", fn=case_768, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 0", fn=case_763, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 0", fn=case_769, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 1", fn=case_764, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 1", fn=case_770, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 2", fn=case_765, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 2", fn=case_771, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 3", fn=case_766, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 3", fn=case_772, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 4", fn=case_767, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 4", fn=case_773, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2600 sample 5", fn=case_768, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2626 sample 5", fn=case_774, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2634 sample 0", fn=case_769, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2660 sample 0", fn=case_775, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2634 sample 1", fn=case_770, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2660 sample 1", fn=case_776, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2665 sample 0", fn=case_771, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2691 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2665 sample 1", fn=case_772, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2691 sample 1", fn=case_778, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2810 sample 0", fn=case_773, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2836 sample 0", fn=case_779, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2810 sample 1", fn=case_774, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2836 sample 1", fn=case_780, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2810 sample 2", fn=case_775, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2836 sample 2", fn=case_781, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2810 sample 3", fn=case_776, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2836 sample 3", fn=case_782, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2810 sample 4", fn=case_777, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2836 sample 4", fn=case_783, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2828 sample 0", fn=case_778, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2854 sample 0", fn=case_784, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2828 sample 1", fn=case_779, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2854 sample 1", fn=case_785, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2828 sample 2", fn=case_780, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2854 sample 2", fn=case_786, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2828 sample 3", fn=case_781, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2854 sample 3", fn=case_787, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2828 sample 4", fn=case_782, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2854 sample 4", fn=case_788, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2846 sample 0", fn=case_783, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 0", fn=case_789, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2846 sample 1", fn=case_784, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 1", fn=case_790, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2846 sample 2", fn=case_785, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 2", fn=case_791, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2863 sample 0", fn=case_786, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 0", fn=case_792, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2863 sample 1", fn=case_787, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 1", fn=case_793, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2863 sample 2", fn=case_788, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 2", fn=case_794, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2902 sample 0", fn=case_789, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2928 sample 0", fn=case_795, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2902 sample 1", fn=case_790, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2928 sample 1", fn=case_796, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2902 sample 2", fn=case_791, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2928 sample 2", fn=case_797, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2902 sample 3", fn=case_792, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2928 sample 3", fn=case_798, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2902 sample 4", fn=case_793, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2928 sample 4", fn=case_799, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2916 sample 0", fn=case_794, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2942 sample 0", fn=case_800, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2916 sample 1", fn=case_795, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2942 sample 1", fn=case_801, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2916 sample 2", fn=case_796, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2942 sample 2", fn=case_802, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2916 sample 3", fn=case_797, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2942 sample 3", fn=case_803, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2916 sample 4", fn=case_798, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2942 sample 4", fn=case_804, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2931 sample 0", fn=case_799, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2957 sample 0", fn=case_805, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2931 sample 1", fn=case_800, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2957 sample 1", fn=case_806, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2931 sample 2", fn=case_801, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2957 sample 2", fn=case_807, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2931 sample 3", fn=case_802, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2957 sample 3", fn=case_808, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2931 sample 4", fn=case_803, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2957 sample 4", fn=case_809, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 0", fn=case_804, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 0", fn=case_810, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 1", fn=case_805, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 1", fn=case_811, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 2", fn=case_806, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 2", fn=case_812, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 3", fn=case_807, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 3", fn=case_813, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 4", fn=case_808, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 4", fn=case_814, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2946 sample 5", fn=case_809, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 5", fn=case_815, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2962 sample 0", fn=case_810, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2988 sample 0", fn=case_816, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2962 sample 1", fn=case_811, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2988 sample 1", fn=case_817, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2962 sample 2", fn=case_812, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2988 sample 2", fn=case_818, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2962 sample 3", fn=case_813, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2988 sample 3", fn=case_819, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2962 sample 4", fn=case_814, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2988 sample 4", fn=case_820, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 0", fn=case_815, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 0", fn=case_821, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 1", fn=case_816, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 1", fn=case_822, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 2", fn=case_817, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 2", fn=case_823, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 3", fn=case_818, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 3", fn=case_824, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 4", fn=case_819, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 4", fn=case_825, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2978 sample 5", fn=case_820, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 5", fn=case_826, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 0", fn=case_821, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 0", fn=case_827, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 1", fn=case_822, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 1", fn=case_828, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 2", fn=case_823, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 2", fn=case_829, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 3", fn=case_824, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 3", fn=case_830, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 4", fn=case_825, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 4", fn=case_831, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2994 sample 5", fn=case_826, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 5", fn=case_832, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 0", fn=case_827, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 0", fn=case_833, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 1", fn=case_828, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 1", fn=case_834, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 2", fn=case_829, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 2", fn=case_835, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 3", fn=case_830, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 3", fn=case_836, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 4", fn=case_831, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 4", fn=case_837, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3017 sample 5", fn=case_832, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3043 sample 5", fn=case_838, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 0", fn=case_833, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 0", fn=case_839, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 1", fn=case_834, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 1", fn=case_840, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 2", fn=case_835, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 2", fn=case_841, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 3", fn=case_836, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 3", fn=case_842, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 4", fn=case_837, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 4", fn=case_843, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 5", fn=case_838, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 5", fn=case_844, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 6", fn=case_839, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 6", fn=case_845, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 7", fn=case_840, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 7", fn=case_846, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 8", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 8", fn=case_847, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 9", fn=case_842, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 9", fn=case_848, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 10", fn=case_843, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 10", fn=case_849, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3040 sample 11", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 11", fn=case_850, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3065 sample 0", fn=case_845, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 0", fn=case_851, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3065 sample 1", fn=case_846, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 1", fn=case_852, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3065 sample 2", fn=case_847, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 2", fn=case_853, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3065 sample 3", fn=case_848, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 3", fn=case_854, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3065 sample 4", fn=case_849, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 4", fn=case_855, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 0", fn=case_850, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 0", fn=case_856, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 1", fn=case_851, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 1", fn=case_857, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 2", fn=case_852, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 2", fn=case_858, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 3", fn=case_853, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 3", fn=case_859, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 4", fn=case_854, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 4", fn=case_860, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 5", fn=case_855, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 5", fn=case_861, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3102 sample 6", fn=case_856, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 6", fn=case_862, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3122 sample 0", fn=case_857, tensors=[],
+    dict(op="empty", where="ops.yaml:3148 sample 0", fn=case_863, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3122 sample 1", fn=case_858, tensors=[],
+    dict(op="empty", where="ops.yaml:3148 sample 1", fn=case_864, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3122 sample 2", fn=case_859, tensors=[],
+    dict(op="empty", where="ops.yaml:3148 sample 2", fn=case_865, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3129 sample 0", fn=case_860, tensors=[],
+    dict(op="zeros", where="ops.yaml:3155 sample 0", fn=case_866, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3137 sample 0", fn=case_861, tensors=[],
+    dict(op="ones", where="ops.yaml:3163 sample 0", fn=case_867, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3152 sample 0", fn=case_862, tensors=[],
+    dict(op="full", where="ops.yaml:3178 sample 0", fn=case_868, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3152 sample 1", fn=case_863, tensors=[],
+    dict(op="full", where="ops.yaml:3178 sample 1", fn=case_869, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3152 sample 2", fn=case_864, tensors=[],
+    dict(op="full", where="ops.yaml:3178 sample 2", fn=case_870, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3163 sample 0", fn=case_865, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3189 sample 0", fn=case_871, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3163 sample 1", fn=case_866, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3189 sample 1", fn=case_872, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3163 sample 2", fn=case_867, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3189 sample 2", fn=case_873, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3183 sample 0", fn=case_868, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3209 sample 0", fn=case_874, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3183 sample 1", fn=case_869, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3209 sample 1", fn=case_875, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3183 sample 2", fn=case_870, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3209 sample 2", fn=case_876, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3183 sample 3", fn=case_871, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3209 sample 3", fn=case_877, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3195 sample 0", fn=case_872, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3221 sample 0", fn=case_878, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3195 sample 1", fn=case_873, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3221 sample 1", fn=case_879, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3195 sample 2", fn=case_874, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3221 sample 2", fn=case_880, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3200 sample 0", fn=case_875, tensors=[],
+    dict(op="arange", where="ops.yaml:3226 sample 0", fn=case_881, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3215 sample 0", fn=case_876, tensors=[],
+    dict(op="linspace", where="ops.yaml:3241 sample 0", fn=case_882, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3215 sample 1", fn=case_877, tensors=[],
+    dict(op="linspace", where="ops.yaml:3241 sample 1", fn=case_883, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3215 sample 2", fn=case_878, tensors=[],
+    dict(op="linspace", where="ops.yaml:3241 sample 2", fn=case_884, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3227 sample 0", fn=case_879, tensors=[],
+    dict(op="eye", where="ops.yaml:3253 sample 0", fn=case_885, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3227 sample 1", fn=case_880, tensors=[],
+    dict(op="eye", where="ops.yaml:3253 sample 1", fn=case_886, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3238 sample 0", fn=case_881, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3264 sample 0", fn=case_887, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3238 sample 1", fn=case_882, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3264 sample 1", fn=case_888, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3242 sample 0", fn=case_883, tensors=[],
+    dict(op="rand", where="ops.yaml:3268 sample 0", fn=case_889, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3253 sample 0", fn=case_884, tensors=[],
+    dict(op="randn", where="ops.yaml:3279 sample 0", fn=case_890, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3270 sample 0", fn=case_885, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3296 sample 0", fn=case_891, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3270 sample 1", fn=case_886, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3296 sample 1", fn=case_892, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3280 sample 0", fn=case_887, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3306 sample 0", fn=case_893, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3280 sample 1", fn=case_888, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3306 sample 1", fn=case_894, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3291 sample 0", fn=case_889, tensors=[],
+    dict(op="randint", where="ops.yaml:3317 sample 0", fn=case_895, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3291 sample 1", fn=case_890, tensors=[],
+    dict(op="randint", where="ops.yaml:3317 sample 1", fn=case_896, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3302 sample 0", fn=case_891, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3328 sample 0", fn=case_897, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3312 sample 0", fn=case_892, tensors=[],
+    dict(op="randperm", where="ops.yaml:3338 sample 0", fn=case_898, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3312 sample 1", fn=case_893, tensors=[],
+    dict(op="randperm", where="ops.yaml:3338 sample 1", fn=case_899, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3329 sample 0", fn=case_894, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3355 sample 0", fn=case_900, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3329 sample 1", fn=case_895, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3355 sample 1", fn=case_901, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3329 sample 2", fn=case_896, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3355 sample 2", fn=case_902, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3340 sample 0", fn=case_897, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3366 sample 0", fn=case_903, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3340 sample 1", fn=case_898, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3366 sample 1", fn=case_904, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3340 sample 2", fn=case_899, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3366 sample 2", fn=case_905, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3352 sample 0", fn=case_900, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3378 sample 0", fn=case_906, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3352 sample 1", fn=case_901, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3378 sample 1", fn=case_907, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3352 sample 2", fn=case_902, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3378 sample 2", fn=case_908, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:3365 sample 0", fn=case_903, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3391 sample 0", fn=case_909, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3365 sample 1", fn=case_904, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3391 sample 1", fn=case_910, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -20,7 +20,10 @@ typedef struct yt_named_tensors {
 } yt_named_tensors;
 
 /* An empty list: `yt_named_tensors list = YT_NAMED_TENSORS_INIT;` */
-#define YT_NAMED_TENSORS_INIT {0, NULL, NULL, 0}
+#define YT_NAMED_TENSORS_INIT                                                                      \
+    {                                                                                              \
+        0, NULL, NULL, 0                                                                           \
+    }
 
 /* Appends `t` under `name` (both copied/retained). Errors: YT_ERR_VALUE (NULL list, name or
  * tensor; empty name; a name already in the list), YT_ERR_NOMEM. On error the list is unchanged. */
