@@ -69,8 +69,9 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-nn test-cli test-codegen \
-        test-examples test-asan bench install uninstall clean format check-format
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff \
+        test-nn test-optim test-io test-cli test-codegen test-examples test-asan fuzz bench install uninstall clean \
+        format check-format
 .DEFAULT_GOAL := all
 
 all: lib $(BUILD)/yaten.pc $(EXAMPLES) $(YATEN_CLI)
@@ -105,6 +106,7 @@ $(BUILD)/%.o: %.c $(BUILD)/gen.stamp
 
 # Pointwise loops: errno and FP-trap semantics would keep sqrt and rounding from vectorising.
 $(BUILD)/generated/kernels_pointwise.o: CFLAGS += -fno-math-errno -fno-trapping-math
+$(BUILD)/nn/optim_loops.o: CFLAGS += -fno-math-errno -fno-trapping-math
 
 $(STATIC_LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -151,6 +153,8 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
 	$(Q)$(MAKE) --no-print-directory test-nn
+	$(Q)$(MAKE) --no-print-directory test-optim
+	$(Q)$(MAKE) --no-print-directory test-io
 	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
@@ -199,6 +203,30 @@ test-nn: $(BUILD)/tests/nn_runner
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_NN_RUNNER=$(BUILD)/tests/nn_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/nn $(ARGS)
 
+# The yaten side of the optimizer and scheduler differential tests against PyTorch (tests/optim/).
+$(BUILD)/tests/optim_runner: tests/optim/runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# Optimizers (50 steps, every option) and schedulers (100 steps) against torch.optim.
+test-optim: $(BUILD)/tests/optim_runner
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_OPTIM_RUNNER=$(BUILD)/tests/optim_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/optim $(ARGS)
+
+# Serialization against PyTorch and NumPy (tests/io/): safetensors and .npy files cross both ways;
+# the yaten side is tests/io/roundtrip.c.
+$(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) \
+	  $(LDLIBS_LIB)
+
+test-io: $(BUILD)/tests/io_roundtrip
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_IO_ROUNDTRIP=$(BUILD)/tests/io_roundtrip $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/io $(ARGS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
@@ -223,7 +251,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff test-nn test-cli
+	  test-unit test-diff test-nn test-optim test-io test-cli
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
