@@ -255,13 +255,14 @@ test-asan:
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
-bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
+bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/pointwise.sh $(BUILD)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
+	$(Q)bench/demo.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -265,9 +266,13 @@ print_epoch(run_state *r, const train_progress *p, double train_loss, double tes
         snprintf(acc, sizeof acc, "  test acc %.2f%%", 100 * test_acc);
     if (r->test != NULL)
         snprintf(ev, sizeof ev, ", eval %.1f s", eval_s);
-    printf("epoch %lld/%lld  train loss %.4f%s%s  lr %.3g  %.1f s (%.0f samples/s)%s\n",
+    /* peak resident memory so far: a run whose memory is flat shows the same figure every epoch */
+    struct rusage usage;
+    double peak_mib = getrusage(RUSAGE_SELF, &usage) == 0 ? (double)usage.ru_maxrss / 1024 : 0;
+    printf("epoch %lld/%lld  train loss %.4f%s%s  lr %.3g  %.1f s (%.0f samples/s)%s, peak memory "
+           "%.0f MiB\n",
            (long long)p->epoch + 1, (long long)r->cfg->epochs, train_loss, tl, acc, lr, p->seconds,
-           p->seconds > 0 ? (double)p->samples / p->seconds : 0.0, ev);
+           p->seconds > 0 ? (double)p->samples / p->seconds : 0.0, ev, peak_mib);
     fflush(stdout);
 }
 
