@@ -208,11 +208,19 @@ $(BUILD)/tests/optim_runner: tests/optim/runner.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
 
-# Optimizers (50 steps, every option) and schedulers (100 steps) against torch.optim.
-test-optim: $(BUILD)/tests/optim_runner
+# The yaten side of the differential training test: an MLP and a CNN trained from yaten's
+# initial weights (written as safetensors) on batches from .npy files.
+$(BUILD)/tests/optim_train_runner: tests/optim/train_runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# Optimizers (50 steps, every option) and schedulers (100 steps) against torch.optim, and the
+# first 50 training steps of an MLP and a CNN (SGD with momentum, Adam) against PyTorch's.
+test-optim: $(BUILD)/tests/optim_runner $(BUILD)/tests/optim_train_runner
 	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
-	$(Q)YT_OPTIM_RUNNER=$(BUILD)/tests/optim_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/optim $(ARGS)
+	$(Q)YT_OPTIM_RUNNER=$(BUILD)/tests/optim_runner YT_OPTIM_TRAIN_RUNNER=$(BUILD)/tests/optim_train_runner \
+	  $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/optim $(ARGS)
 
 # Serialization against PyTorch and NumPy (tests/io/): safetensors and .npy files cross both ways;
 # the yaten side is tests/io/roundtrip.c.
