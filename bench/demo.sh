@@ -40,4 +40,4 @@ END {
         printf "%-8s %3s %10.2f %10.2f %6.2fx %9.4f %9.4f %10.0f %10.0f\n", q[1], q[2], t[k], t[tk], r,
                a[k], a[tk], m[k], tm[q[2]]
     }
-}' "$out" | sort -k2,2 -k1,1n
+}' "$out" | { IFS= read -r header; printf '%s\n' "$header"; sort -k2,2 -k1,1n; }
