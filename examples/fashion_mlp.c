@@ -28,8 +28,12 @@ open_split(const char *dir, const char *prefix, bool shuffle, int workers)
         return NULL;
     const double mean = 0.2860, std = 0.3530; /* Fashion-MNIST's training-set statistics */
     yt_transform normalize = yt_transform_normalize(&mean, &std, 1);
-    yt_loader_options o = {.batch_size = 64, .shuffle = shuffle, .seed = 0, .workers = workers,
-                           .transforms = &normalize, .n_transforms = 1};
+    yt_loader_options o = {.batch_size = 64,
+                           .shuffle = shuffle,
+                           .seed = 0,
+                           .workers = workers,
+                           .transforms = &normalize,
+                           .n_transforms = 1};
     yt_loader *loader = yt_loader_new(data, &o);
     yt_dataset_release(data); /* the loader keeps its own reference */
     return loader;
@@ -72,9 +76,9 @@ main(int argc, char **argv)
         return fail("data");
 
     yt_module *model = yt_sequential_new();
-    yt_module *layers[] = {yt_flatten_new(1, -1), yt_linear_new(784, 256, true), yt_relu_new(),
-                           yt_linear_new(256, 128, true),  yt_relu_new(),
-                           yt_linear_new(128, 10, true)};
+    yt_module *layers[] = {yt_flatten_new(1, -1), yt_linear_new(784, 256, true),
+                           yt_relu_new(),         yt_linear_new(256, 128, true),
+                           yt_relu_new(),         yt_linear_new(128, 10, true)};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         if (yt_sequential_append(model, layers[i]) != YT_OK)
             return fail("model");
