@@ -196,7 +196,7 @@ test-asan:
 	  test-unit test-diff
 
 # ---- benchmarks (never part of test)
-TORCH_BENCHES := $(BUILD)/bench/overhead_torch
+TORCH_BENCHES := $(BUILD)/bench/overhead_torch $(BUILD)/bench/train_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
@@ -204,6 +204,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
+	$(Q)bench/train.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench
