@@ -73,6 +73,8 @@ YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_relu(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_threshold_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *self, yt_scalar threshold);
 YT_INTERNAL yt_status yt__record_sigmoid(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_tanh(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,

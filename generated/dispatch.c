@@ -169,6 +169,10 @@ const yt__relu_kernel_fn yt__relu_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_relu,
 };
 
+const yt__threshold_backward_kernel_fn yt__threshold_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_threshold_backward,
+};
+
 const yt__sigmoid_kernel_fn yt__sigmoid_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_sigmoid,
 };

@@ -235,6 +235,12 @@ typedef yt_status (*yt__relu_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__relu_kernel_fn yt__relu_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_relu(yt_tensor *result, yt_tensor *self);
 
+typedef yt_status (*yt__threshold_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                      yt_tensor *self, yt_scalar threshold);
+extern const yt__threshold_backward_kernel_fn yt__threshold_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                 yt_tensor *self, yt_scalar threshold);
+
 typedef yt_status (*yt__sigmoid_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__sigmoid_kernel_fn yt__sigmoid_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self);
@@ -1257,6 +1263,7 @@ YT_INTERNAL yt_tensor *yt__composite_rand_like(yt_tensor *self, yt_generator *ge
                                                yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_randn_like(yt_tensor *self, yt_generator *generator,
                                                 yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_maybe_multiply(yt_tensor *self, yt_scalar other);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,
