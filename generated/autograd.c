@@ -8679,19 +8679,46 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
  *   input: row_norm_backward_input(grad, input, weight, center, eps)
  *   weight: row_norm_backward_weight(grad, input, center, eps)
  *   bias: row_norm_backward_bias(grad)
+ *   fused (when no graph is recorded): row_norm_backward(grad, input, weight, center, eps, needs_grad(input), needs_grad(weight), needs_grad(bias))
  */
 typedef struct row_norm_node {
     yt_node base;    /* must be first */
-    yt_saved input;  /* used by: input, weight */
-    yt_saved weight; /* used by: input */
-    bool center;     /* used by: input, weight */
-    double eps;      /* used by: input, weight */
+    yt_saved input;  /* used by: input, weight, bias */
+    yt_saved weight; /* used by: input, weight, bias */
+    bool center;     /* used by: input, weight, bias */
+    double eps;      /* used by: input, weight, bias */
 } row_norm_node;
 
 static yt_status
 row_norm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 {
     row_norm_node *node = (row_norm_node *)node_;
+
+    if (yt__tls.grad_disabled) { /* no graph to record: every gradient from one call */
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_row_norm_backward(
+            grads[0], input, weight, node->center, node->eps, node->base.needs_grad[0],
+            node->base.needs_grad[1], node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(weight);
+        yt_release(input);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        return YT_OK;
+    }
 
     if (node->base.needs_grad[0]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
@@ -8746,9 +8773,11 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
     yt__node_set_edge(&node->base, 0, input);
     yt__node_set_edge(&node->base, 1, weight);
     yt__node_set_edge(&node->base, 2, bias);
-    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->input, input, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[0]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->center = center;
     node->eps = eps;
@@ -8759,7 +8788,7 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:572:
+ * backward, from derivatives.yaml:573:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
@@ -8863,7 +8892,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:579:
+ * backward, from derivatives.yaml:583:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -8967,7 +8996,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:584:
+ * backward, from derivatives.yaml:588:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -9044,7 +9073,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:588:
+ * backward, from derivatives.yaml:592:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9098,7 +9127,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:594:
+ * backward, from derivatives.yaml:598:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9198,7 +9227,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:599:
+ * backward, from derivatives.yaml:603:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9273,7 +9302,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:591:
+ * backward, from derivatives.yaml:595:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9326,7 +9355,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:606:
+ * backward, from derivatives.yaml:610:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9383,7 +9412,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:609:
+ * backward, from derivatives.yaml:613:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9440,7 +9469,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:612:
+ * backward, from derivatives.yaml:616:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9515,7 +9544,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:616:
+ * backward, from derivatives.yaml:620:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9590,7 +9619,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:623:
+ * backward, from derivatives.yaml:627:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

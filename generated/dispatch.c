@@ -618,6 +618,10 @@ const yt__row_norm_backward_bias_kernel_fn yt__row_norm_backward_bias_kernels[YT
     [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_bias,
 };
 
+const yt__row_norm_backward_kernel_fn yt__row_norm_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward,
+};
+
 const yt__batch_norm_backward_input_kernel_fn
     yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_input,

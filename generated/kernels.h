@@ -877,6 +877,18 @@ extern const yt__row_norm_backward_bias_kernel_fn
     yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 
+typedef yt_status (*yt__row_norm_backward_kernel_fn)(yt_tensor *d_input, yt_tensor *d_weight,
+                                                     yt_tensor *d_bias, yt_tensor *grad_out,
+                                                     yt_tensor *input, yt_tensor *weight,
+                                                     bool center, double eps, bool input_grad,
+                                                     bool weight_grad, bool bias_grad);
+extern const yt__row_norm_backward_kernel_fn yt__row_norm_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward(yt_tensor *d_input, yt_tensor *d_weight,
+                                                yt_tensor *d_bias, yt_tensor *grad_out,
+                                                yt_tensor *input, yt_tensor *weight, bool center,
+                                                double eps, bool input_grad, bool weight_grad,
+                                                bool bias_grad);
+
 typedef yt_status (*yt__batch_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
                                                              yt_tensor *input, yt_tensor *weight,
                                                              double eps);

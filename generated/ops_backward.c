@@ -1996,7 +1996,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2685; backward from derivatives.yaml:579 */
+ * from ops.yaml:2685; backward from derivatives.yaml:583 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -2066,7 +2066,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2696; backward from derivatives.yaml:584 */
+ * from ops.yaml:2696; backward from derivatives.yaml:588 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -2124,7 +2124,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2708; backward from derivatives.yaml:588 */
+ * from ops.yaml:2708; backward from derivatives.yaml:592 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2163,8 +2163,97 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
     return yt__scope_track(result);
 }
 
-/* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+/* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * from ops.yaml:2719 */
+yt_status
+yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
+                     double eps, bool input_grad, bool weight_grad, bool bias_grad,
+                     yt_tensor **d_input, yt_tensor **d_weight, yt_tensor **d_bias)
+{
+    if (d_input == NULL || d_weight == NULL || d_bias == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "row_norm_backward: d_input and d_weight and d_bias must be non-NULL pointers to receive the results");
+    *d_input = NULL;
+    *d_weight = NULL;
+    *d_bias = NULL;
+    if (grad_out == NULL)
+        return yt__null_status("row_norm_backward", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_status("row_norm_backward", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "row_norm_backward: input is on %s but grad_out is on %s",
+                               yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "row_norm_backward: weight is on %s but grad_out is on %s",
+                               yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "row_norm_backward: input has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "row_norm_backward: weight has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype d_input_dtype = compute_dtype;
+    yt_dtype d_weight_dtype = compute_dtype;
+    yt_dtype d_bias_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail_status(YT_ERR_SHAPE, "row_norm_backward: input must be 4-D, got %d-D",
+                               input->dim);
+    yt_shape d_input_shape;
+    yt__shape_of(&d_input_shape, grad_out);
+    yt_shape d_weight_shape;
+    d_weight_shape.dim = 2;
+    d_weight_shape.sizes[0] = input->sizes[1];
+    d_weight_shape.sizes[1] = input->sizes[2];
+    yt_shape d_bias_shape;
+    d_bias_shape.dim = 2;
+    d_bias_shape.sizes[0] = input->sizes[1];
+    d_bias_shape.sizes[1] = input->sizes[2];
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_kernel_fn kernel = yt__row_norm_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "row_norm_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_weight =
+        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+    yt_tensor *new_d_bias =
+        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+    yt_status status = new_d_bias == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
+                                    center, eps, input_grad, weight_grad, bias_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_input);
+        yt_release(new_d_weight);
+        yt_release(new_d_bias);
+        return status;
+    }
+    *d_input = yt__scope_track(new_d_input);
+    *d_weight = yt__scope_track(new_d_weight);
+    *d_bias = yt__scope_track(new_d_bias);
+    return YT_OK;
+}
+
+/* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
+ * from ops.yaml:2731 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -2232,7 +2321,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2730 */
+ * from ops.yaml:2742 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -2288,7 +2377,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2741; backward from derivatives.yaml:594 */
+ * from ops.yaml:2753; backward from derivatives.yaml:598 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -2358,7 +2447,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2752; backward from derivatives.yaml:599 */
+ * from ops.yaml:2764; backward from derivatives.yaml:603 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -2415,7 +2504,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2764; backward from derivatives.yaml:591 */
+ * from ops.yaml:2776; backward from derivatives.yaml:595 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2456,7 +2545,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
- * from ops.yaml:2775 */
+ * from ops.yaml:2787 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -2488,7 +2577,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2787 */
+ * from ops.yaml:2799 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -2561,7 +2650,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2798 */
+ * from ops.yaml:2810 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2616,7 +2705,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2848; backward from derivatives.yaml:612 */
+ * from ops.yaml:2860; backward from derivatives.yaml:616 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2672,7 +2761,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2865; backward from derivatives.yaml:616 */
+ * from ops.yaml:2877; backward from derivatives.yaml:620 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2734,7 +2823,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2882 */
+ * from ops.yaml:2894 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2772,7 +2861,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2890 */
+ * from ops.yaml:2902 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -2814,7 +2903,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2898 */
+ * from ops.yaml:2910 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -2845,7 +2934,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:3086 */
+ * from ops.yaml:3098 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -2917,7 +3006,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:3372 */
+ * from ops.yaml:3384 */
 yt_tensor *
 yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 {
@@ -2937,7 +3026,7 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3383 */
+ * from ops.yaml:3395 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -2957,7 +3046,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3394 */
+ * from ops.yaml:3406 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -2979,7 +3068,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3401 */
+ * from ops.yaml:3413 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3005,7 +3094,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3408 */
+ * from ops.yaml:3420 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3045,7 +3134,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3415 */
+ * from ops.yaml:3427 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -3062,7 +3151,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3422 */
+ * from ops.yaml:3434 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3091,7 +3180,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3429 */
+ * from ops.yaml:3441 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3126,7 +3215,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3436 */
+ * from ops.yaml:3448 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3171,7 +3260,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3443; backward from derivatives.yaml:154 */
+ * from ops.yaml:3455; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3213,7 +3302,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3451; backward from derivatives.yaml:157 */
+ * from ops.yaml:3463; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -1034,7 +1034,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:2652; backward from derivatives.yaml:572 */
+ * from ops.yaml:2652; backward from derivatives.yaml:573 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -1154,7 +1154,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2909 */
+ * from ops.yaml:2921 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1162,7 +1162,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2909 */
+ * from ops.yaml:2921 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1178,7 +1178,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3097 */
+ * from ops.yaml:3109 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1186,7 +1186,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3097 */
+ * from ops.yaml:3109 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,

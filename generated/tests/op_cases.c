@@ -15733,42 +15733,55 @@ error_row_norm_backward_bias_1728(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1729(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1729(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[3];
+    if (yt_row_norm_backward(inputs[0], inputs[1], NULL, true, 1e-05, true, true, true, &r[0],
+                             &r[1], &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
+}
+
+static yt_tensor *
+error_row_norm_double_backward_input_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1730(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1731(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1732(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1733(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1734(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15776,7 +15789,7 @@ error_batch_norm_backward_bias_backward_1734(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1735(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15784,136 +15797,129 @@ error_batch_norm_backward_bias_backward_1735(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1736(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1737(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1738(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_softmax_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1743(yt_tensor *const *inputs, void *ctx)
+call_softmax_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 error_softmax_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
 error_softmax_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1746(yt_tensor *const *inputs, void *ctx)
+error_softmax_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1751(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 error_log_softmax_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
 error_log_softmax_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1754(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -15927,14 +15933,14 @@ static yt_tensor *
 call_softmax_backward_data_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1757(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -15948,14 +15954,14 @@ static yt_tensor *
 error_softmax_backward_data_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1760(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
@@ -15969,14 +15975,14 @@ static yt_tensor *
 call_log_softmax_backward_data_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1763(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -15990,77 +15996,77 @@ static yt_tensor *
 error_log_softmax_backward_data_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_dropout_1766(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
 call_dropout_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
 call_dropout_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1771(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1771(yt_tensor *const *inputs, void *ctx)
+error_dropout_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1772(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
 call_mse_loss_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_mse_loss_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
 call_mse_loss_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
@@ -16071,38 +16077,38 @@ call_mse_loss_1776(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mse_loss_1777(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
-}
-
-static yt_tensor *
-error_mse_loss_1778(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1779(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_mse_loss_1779(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
@@ -16120,101 +16126,101 @@ call_l1_loss_1783(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_l1_loss_1784(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
 error_l1_loss_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1786(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
 error_smooth_l1_loss_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1794(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_huber_loss_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
@@ -16225,91 +16231,98 @@ call_huber_loss_1798(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_huber_loss_1799(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
 error_huber_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1801(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1807(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1809(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1811(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16317,28 +16330,28 @@ call_binary_cross_entropy_with_logits_1811(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1812(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1813(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1814(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1815(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16346,56 +16359,49 @@ error_binary_cross_entropy_with_logits_1815(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1816(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1817(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
 call_nll_loss_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
 call_nll_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
 call_nll_loss_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1823(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
@@ -16405,198 +16411,197 @@ static yt_tensor *
 error_nll_loss_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1827(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1843(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1848(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_index_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1850(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -16611,15 +16616,15 @@ static yt_tensor *
 call_scaled_dot_product_attention_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
@@ -16640,7 +16645,7 @@ call_scaled_dot_product_attention_1856(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1857(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16688,12 +16693,11 @@ error_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1863(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 {
-    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {2, 3};
-    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -16701,7 +16705,7 @@ call_empty_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {0, 3};
+    static const int64_t size[] = {2, 3};
     return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
@@ -16710,11 +16714,20 @@ call_empty_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
     return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_zeros_1866(yt_tensor *const *inputs, void *ctx)
+call_zeros_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16723,7 +16736,7 @@ call_zeros_1866(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1867(yt_tensor *const *inputs, void *ctx)
+call_ones_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16732,7 +16745,7 @@ call_ones_1867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1868(yt_tensor *const *inputs, void *ctx)
+call_full_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16741,7 +16754,7 @@ call_full_1868(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1869(yt_tensor *const *inputs, void *ctx)
+call_full_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16750,19 +16763,12 @@ call_full_1869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1870(yt_tensor *const *inputs, void *ctx)
+call_full_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
     return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_empty_like_1871(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16780,10 +16786,10 @@ call_empty_like_1873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_like_1874(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16804,21 +16810,21 @@ static yt_tensor *
 call_ones_like_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1878(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
 call_full_like_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16829,7 +16835,14 @@ call_full_like_1880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1881(yt_tensor *const *inputs, void *ctx)
+call_full_like_1881(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16837,7 +16850,7 @@ call_arange_1881(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1882(yt_tensor *const *inputs, void *ctx)
+call_linspace_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16845,7 +16858,7 @@ call_linspace_1882(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1883(yt_tensor *const *inputs, void *ctx)
+call_linspace_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16853,7 +16866,7 @@ call_linspace_1883(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1884(yt_tensor *const *inputs, void *ctx)
+call_linspace_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16861,7 +16874,7 @@ call_linspace_1884(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1885(yt_tensor *const *inputs, void *ctx)
+call_eye_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16869,7 +16882,7 @@ call_eye_1885(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1886(yt_tensor *const *inputs, void *ctx)
+call_eye_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16877,7 +16890,7 @@ call_eye_1886(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1887(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16885,7 +16898,7 @@ call_eye_m_1887(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1888(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16893,7 +16906,7 @@ call_eye_m_1888(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1889(yt_tensor *const *inputs, void *ctx)
+call_rand_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16902,7 +16915,7 @@ call_rand_1889(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1890(yt_tensor *const *inputs, void *ctx)
+error_rand_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16911,7 +16924,7 @@ error_rand_1890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1891(yt_tensor *const *inputs, void *ctx)
+call_randn_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16920,19 +16933,12 @@ call_randn_1891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1892(yt_tensor *const *inputs, void *ctx)
+error_randn_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_rand_like_1893(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16943,10 +16949,10 @@ call_rand_like_1894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_like_1895(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16957,7 +16963,14 @@ call_randn_like_1896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1897(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1897(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16966,7 +16979,7 @@ call_randint_1897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1898(yt_tensor *const *inputs, void *ctx)
+call_randint_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16975,7 +16988,7 @@ call_randint_1898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1899(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16984,7 +16997,7 @@ call_randint_low_1899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1900(yt_tensor *const *inputs, void *ctx)
+call_randperm_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16992,7 +17005,7 @@ call_randperm_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1901(yt_tensor *const *inputs, void *ctx)
+call_randperm_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17000,14 +17013,14 @@ call_randperm_1901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1902(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1903(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17019,14 +17032,14 @@ inplace_bernoulli_p_1903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1904(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1905(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17038,14 +17051,14 @@ inplace_bernoulli_p_1905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1906(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1907(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17057,14 +17070,14 @@ inplace_bernoulli_p_1907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1908(yt_tensor *const *inputs, void *ctx)
+call_normal_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1909(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17076,14 +17089,14 @@ inplace_normal_1909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1910(yt_tensor *const *inputs, void *ctx)
+call_normal_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1911(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17095,14 +17108,14 @@ inplace_normal_1911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1912(yt_tensor *const *inputs, void *ctx)
+call_normal_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1913(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17114,21 +17127,21 @@ inplace_normal_1913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1914(yt_tensor *const *inputs, void *ctx)
+error_normal_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1915(yt_tensor *const *inputs, void *ctx)
+call_uniform_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1916(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17140,14 +17153,14 @@ inplace_uniform_1916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1917(yt_tensor *const *inputs, void *ctx)
+call_uniform_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1918(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17159,14 +17172,14 @@ inplace_uniform_1918(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1919(yt_tensor *const *inputs, void *ctx)
+call_uniform_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1920(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17178,35 +17191,35 @@ inplace_uniform_1920(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1921(yt_tensor *const *inputs, void *ctx)
+error_uniform_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1922(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1923(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1924(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1925(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17214,7 +17227,7 @@ call_sum_to_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1926(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17222,7 +17235,7 @@ call_sum_to_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1927(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -26632,20 +26645,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2823 sample 0",
+        .where = "ops.yaml:2835 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1738,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2823 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1739,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26654,10 +26656,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2823 sample 2",
+        .where = "ops.yaml:2835 sample 1",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1740,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26666,9 +26667,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2823 sample 3",
+        .where = "ops.yaml:2835 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_softmax_1741,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26677,9 +26679,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2823 sample 4",
+        .where = "ops.yaml:2835 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1742,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26687,11 +26689,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2841 sample 0",
+        .op = "softmax.int",
+        .where = "ops.yaml:2835 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1746,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1743,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26699,9 +26701,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2841 sample 1",
+        .where = "ops.yaml:2853 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1747,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26710,10 +26712,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2841 sample 2",
+        .where = "ops.yaml:2853 sample 1",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1748,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26722,9 +26723,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2841 sample 3",
+        .where = "ops.yaml:2853 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_log_softmax_1749,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26733,9 +26735,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2841 sample 4",
+        .where = "ops.yaml:2853 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1750,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26743,12 +26745,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2859 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1754,
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2853 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1751,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26756,10 +26757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2859 sample 1",
+        .where = "ops.yaml:2871 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1755,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26768,14 +26769,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2859 sample 2",
+        .where = "ops.yaml:2871 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1756,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26783,12 +26780,16 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2876 sample 0",
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2871 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1760,
+        .call = call_softmax_backward_data_1757,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26796,10 +26797,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2876 sample 1",
+        .where = "ops.yaml:2888 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1761,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26808,14 +26809,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2876 sample 2",
+        .where = "ops.yaml:2888 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1762,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26823,22 +26820,26 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "dropout",
-        .where = "ops.yaml:2915 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1766,
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2888 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1763,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2915 sample 1",
+        .where = "ops.yaml:2927 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1767,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26847,9 +26848,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2915 sample 2",
+        .where = "ops.yaml:2927 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_dropout_1768,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26858,9 +26860,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2915 sample 3",
+        .where = "ops.yaml:2927 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1769,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26869,9 +26871,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2915 sample 4",
+        .where = "ops.yaml:2927 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1770,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26879,12 +26881,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:2929 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1772,
+        .op = "dropout",
+        .where = "ops.yaml:2927 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26892,10 +26893,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2929 sample 1",
+        .where = "ops.yaml:2941 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1773,
         .call_inplace = NULL,
@@ -26905,10 +26905,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2929 sample 2",
+        .where = "ops.yaml:2941 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1774,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26917,10 +26918,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2929 sample 3",
+        .where = "ops.yaml:2941 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1775,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26929,10 +26930,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2929 sample 4",
+        .where = "ops.yaml:2941 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1776,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26940,12 +26941,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2944 sample 0",
+        .op = "mse_loss",
+        .where = "ops.yaml:2941 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1779,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1777,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26953,10 +26954,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2944 sample 1",
+        .where = "ops.yaml:2956 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1780,
         .call_inplace = NULL,
@@ -26966,10 +26966,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2944 sample 2",
+        .where = "ops.yaml:2956 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1781,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26978,10 +26979,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2944 sample 3",
+        .where = "ops.yaml:2956 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1782,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26990,10 +26991,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2944 sample 4",
+        .where = "ops.yaml:2956 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1783,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27001,12 +27002,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 0",
+        .op = "l1_loss",
+        .where = "ops.yaml:2956 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1786,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1784,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27014,10 +27015,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 1",
+        .where = "ops.yaml:2971 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1787,
         .call_inplace = NULL,
@@ -27027,9 +27027,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 2",
+        .where = "ops.yaml:2971 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1788,
         .call_inplace = NULL,
@@ -27039,10 +27040,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 3",
+        .where = "ops.yaml:2971 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1789,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27051,10 +27052,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 4",
+        .where = "ops.yaml:2971 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1790,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27063,10 +27064,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2959 sample 5",
+        .where = "ops.yaml:2971 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1791,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27074,12 +27075,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:2975 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2971 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1794,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1792,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27087,10 +27088,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2975 sample 1",
+        .where = "ops.yaml:2987 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1795,
         .call_inplace = NULL,
@@ -27100,10 +27100,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2975 sample 2",
+        .where = "ops.yaml:2987 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1796,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27112,10 +27113,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2975 sample 3",
+        .where = "ops.yaml:2987 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1797,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27124,10 +27125,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2975 sample 4",
+        .where = "ops.yaml:2987 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1798,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27135,23 +27136,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 0",
+        .op = "huber_loss",
+        .where = "ops.yaml:2987 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1801,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 1",
+        .where = "ops.yaml:3003 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1802,
         .call_inplace = NULL,
@@ -27161,12 +27161,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3003 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1803,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27175,10 +27174,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3003 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1804,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27187,12 +27188,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3003 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1805,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27201,12 +27200,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2991 sample 5",
+        .where = "ops.yaml:3003 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1806,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27214,26 +27213,25 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1809,
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3003 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3019 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1810,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27242,14 +27240,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 2",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3019 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[3] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1811,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27258,11 +27255,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 3",
-        .n_inputs = 3,
+        .where = "ops.yaml:3019 sample 2",
+        .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1812,
         .call_inplace = NULL,
@@ -27272,10 +27271,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 4",
+        .where = "ops.yaml:3019 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1813,
@@ -27286,10 +27285,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3007 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3019 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1814,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27297,25 +27298,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 0",
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3019 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1817,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1815,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "positive",
+        .domain = NULL,
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 1",
-        .n_inputs = 3,
+        .where = "ops.yaml:3042 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1818,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27324,10 +27323,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 2",
+        .where = "ops.yaml:3042 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1819,
@@ -27338,11 +27337,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3042 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1820,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27351,12 +27351,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3042 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1821,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27365,10 +27364,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3030 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3042 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1822,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27376,12 +27377,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 0",
+        .op = "nll_loss",
+        .where = "ops.yaml:3042 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1827,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1823,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27389,12 +27390,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 1",
-        .n_inputs = 3,
+        .where = "ops.yaml:3065 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27403,7 +27402,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 2",
+        .where = "ops.yaml:3065 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27417,10 +27416,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 3",
+        .where = "ops.yaml:3065 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1830,
@@ -27431,11 +27430,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3065 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1831,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27444,10 +27444,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 5",
+        .where = "ops.yaml:3065 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27456,12 +27457,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3065 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1833,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27470,10 +27469,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3065 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1834,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27482,12 +27483,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 8",
-        .n_inputs = 3,
+        .where = "ops.yaml:3065 sample 7",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1835,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27496,10 +27495,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 9",
+        .where = "ops.yaml:3065 sample 8",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1836,
@@ -27510,11 +27509,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3065 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1837,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27523,12 +27523,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3053 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3065 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27536,23 +27535,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3078 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1843,
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3065 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3078 sample 1",
+        .where = "ops.yaml:3090 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1844,
         .call_inplace = NULL,
@@ -27562,10 +27562,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3078 sample 2",
+        .where = "ops.yaml:3090 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1845,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27574,10 +27575,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3078 sample 3",
+        .where = "ops.yaml:3090 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1846,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27586,10 +27587,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3078 sample 4",
+        .where = "ops.yaml:3090 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1847,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27597,13 +27598,25 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3090 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1848,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 0",
+        .where = "ops.yaml:3127 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1850,
+        .call = call_scaled_dot_product_attention_1851,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27611,7 +27624,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 1",
+        .where = "ops.yaml:3127 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -27621,7 +27634,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1851,
+        .call = call_scaled_dot_product_attention_1852,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27629,7 +27642,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 2",
+        .where = "ops.yaml:3127 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -27639,19 +27652,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1852,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1853,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27660,7 +27660,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 4",
+        .where = "ops.yaml:3127 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1854,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3127 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -27670,19 +27683,6 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1854,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1855,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27691,11 +27691,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3115 sample 6",
+        .where = "ops.yaml:3127 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1856,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27703,10 +27703,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:3135 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1863,
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3127 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1857,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27714,7 +27717,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3135 sample 1",
+        .where = "ops.yaml:3147 sample 0",
         .n_inputs = 0,
         .call = call_empty_1864,
         .call_inplace = NULL,
@@ -27724,7 +27727,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3135 sample 2",
+        .where = "ops.yaml:3147 sample 1",
         .n_inputs = 0,
         .call = call_empty_1865,
         .call_inplace = NULL,
@@ -27733,10 +27736,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "zeros",
-        .where = "ops.yaml:3142 sample 0",
+        .op = "empty",
+        .where = "ops.yaml:3147 sample 2",
         .n_inputs = 0,
-        .call = call_zeros_1866,
+        .call = call_empty_1866,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "zeros",
+        .where = "ops.yaml:3154 sample 0",
+        .n_inputs = 0,
+        .call = call_zeros_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27744,9 +27757,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3150 sample 0",
+        .where = "ops.yaml:3162 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1867,
+        .call = call_ones_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27754,17 +27767,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3165 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1868,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3165 sample 1",
+        .where = "ops.yaml:3177 sample 0",
         .n_inputs = 0,
         .call = call_full_1869,
         .call_inplace = NULL,
@@ -27774,7 +27777,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3165 sample 2",
+        .where = "ops.yaml:3177 sample 1",
         .n_inputs = 0,
         .call = call_full_1870,
         .call_inplace = NULL,
@@ -27783,11 +27786,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty_like",
-        .where = "ops.yaml:3176 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1871,
+        .op = "full",
+        .where = "ops.yaml:3177 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27795,10 +27797,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3176 sample 1",
+        .where = "ops.yaml:3188 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1872,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27807,9 +27808,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3176 sample 2",
+        .where = "ops.yaml:3188 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_empty_like_1873,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27817,11 +27819,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3196 sample 0",
+        .op = "empty_like",
+        .where = "ops.yaml:3188 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1874,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27829,10 +27831,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3196 sample 1",
+        .where = "ops.yaml:3208 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1875,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27841,9 +27842,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3196 sample 2",
+        .where = "ops.yaml:3208 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_ones_like_1876,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27852,9 +27854,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3196 sample 3",
+        .where = "ops.yaml:3208 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1877,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27862,11 +27864,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:3208 sample 0",
+        .op = "ones_like",
+        .where = "ops.yaml:3208 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1878,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27874,10 +27876,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3208 sample 1",
+        .where = "ops.yaml:3220 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1879,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27886,9 +27887,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3208 sample 2",
+        .where = "ops.yaml:3220 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_full_like_1880,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27896,10 +27898,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "full_like",
+        .where = "ops.yaml:3220 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1881,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "arange",
-        .where = "ops.yaml:3213 sample 0",
+        .where = "ops.yaml:3225 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1881,
+        .call = call_arange_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27907,17 +27920,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3228 sample 0",
-        .n_inputs = 0,
-        .call = call_linspace_1882,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3228 sample 1",
+        .where = "ops.yaml:3240 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1883,
         .call_inplace = NULL,
@@ -27927,7 +27930,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3228 sample 2",
+        .where = "ops.yaml:3240 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1884,
         .call_inplace = NULL,
@@ -27936,10 +27939,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye",
-        .where = "ops.yaml:3240 sample 0",
+        .op = "linspace",
+        .where = "ops.yaml:3240 sample 2",
         .n_inputs = 0,
-        .call = call_eye_1885,
+        .call = call_linspace_1885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27947,7 +27950,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3240 sample 1",
+        .where = "ops.yaml:3252 sample 0",
         .n_inputs = 0,
         .call = call_eye_1886,
         .call_inplace = NULL,
@@ -27956,10 +27959,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye.m",
-        .where = "ops.yaml:3251 sample 0",
+        .op = "eye",
+        .where = "ops.yaml:3252 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1887,
+        .call = call_eye_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27967,7 +27970,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3251 sample 1",
+        .where = "ops.yaml:3263 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1888,
         .call_inplace = NULL,
@@ -27976,10 +27979,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "rand",
-        .where = "ops.yaml:3255 sample 0",
+        .op = "eye.m",
+        .where = "ops.yaml:3263 sample 1",
         .n_inputs = 0,
-        .call = call_rand_1889,
+        .call = call_eye_m_1889,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand",
+        .where = "ops.yaml:3267 sample 0",
+        .n_inputs = 0,
+        .call = call_rand_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27987,9 +28000,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3266 sample 0",
+        .where = "ops.yaml:3278 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1891,
+        .call = call_randn_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27997,20 +28010,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3283 sample 0",
+        .where = "ops.yaml:3295 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1893,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rand_like",
-        .where = "ops.yaml:3283 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1894,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28018,11 +28020,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randn_like",
-        .where = "ops.yaml:3293 sample 0",
+        .op = "rand_like",
+        .where = "ops.yaml:3295 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1895,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28030,9 +28032,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3293 sample 1",
+        .where = "ops.yaml:3305 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1896,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28040,10 +28042,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randint",
-        .where = "ops.yaml:3304 sample 0",
-        .n_inputs = 0,
-        .call = call_randint_1897,
+        .op = "randn_like",
+        .where = "ops.yaml:3305 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28051,7 +28054,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3304 sample 1",
+        .where = "ops.yaml:3316 sample 0",
         .n_inputs = 0,
         .call = call_randint_1898,
         .call_inplace = NULL,
@@ -28060,10 +28063,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "randint",
+        .where = "ops.yaml:3316 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1899,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "randint.low",
-        .where = "ops.yaml:3315 sample 0",
+        .where = "ops.yaml:3327 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1899,
+        .call = call_randint_low_1900,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28071,17 +28084,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3325 sample 0",
-        .n_inputs = 0,
-        .call = call_randperm_1900,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randperm",
-        .where = "ops.yaml:3325 sample 1",
+        .where = "ops.yaml:3337 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1901,
         .call_inplace = NULL,
@@ -28090,121 +28093,120 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3342 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1902,
-        .call_inplace = inplace_bernoulli_p_1903,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3342 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1904,
-        .call_inplace = inplace_bernoulli_p_1905,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3342 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1906,
-        .call_inplace = inplace_bernoulli_p_1907,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3353 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1908,
-        .call_inplace = inplace_normal_1909,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3353 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1910,
-        .call_inplace = inplace_normal_1911,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3353 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1912,
-        .call_inplace = inplace_normal_1913,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3365 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1915,
-        .call_inplace = inplace_uniform_1916,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3365 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1917,
-        .call_inplace = inplace_uniform_1918,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3365 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1919,
-        .call_inplace = inplace_uniform_1920,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "maybe_multiply",
-        .where = "ops.yaml:3378 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1922,
+        .op = "randperm",
+        .where = "ops.yaml:3337 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_1902,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3354 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1903,
+        .call_inplace = inplace_bernoulli_p_1904,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3354 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1905,
+        .call_inplace = inplace_bernoulli_p_1906,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3354 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1907,
+        .call_inplace = inplace_bernoulli_p_1908,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3365 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1909,
+        .call_inplace = inplace_normal_1910,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3365 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_normal_1911,
+        .call_inplace = inplace_normal_1912,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3365 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1913,
+        .call_inplace = inplace_normal_1914,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3377 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1916,
+        .call_inplace = inplace_uniform_1917,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3377 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1918,
+        .call_inplace = inplace_uniform_1919,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3377 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1920,
+        .call_inplace = inplace_uniform_1921,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3378 sample 1",
+        .where = "ops.yaml:3390 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_maybe_multiply_1923,
@@ -28214,11 +28216,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "sum_to",
-        .where = "ops.yaml:3389 sample 0",
+        .op = "maybe_multiply",
+        .where = "ops.yaml:3390 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1925,
+        .call = call_maybe_multiply_1924,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28226,10 +28228,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3389 sample 1",
+        .where = "ops.yaml:3401 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_1926,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:3401 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1926,
+        .call = call_sum_to_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31342,458 +31355,457 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
-        .op = "row_norm_double_backward_input",
+        .op = "row_norm_backward",
         .what = "ops.yaml:2725: input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_backward_1729,
+        .expect = 0,
+        .expect_prefix = "row_norm_backward: ",
+    },
+    {
+        .op = "row_norm_double_backward_input",
+        .what = "ops.yaml:2737: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1729,
+        .call = error_row_norm_double_backward_input_1730,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2736: input.dim == 4",
+        .what = "ops.yaml:2748: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1730,
+        .call = error_row_norm_double_backward_grad_out_1731,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2747: input.dim >= 2",
+        .what = "ops.yaml:2759: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1731,
+        .call = error_batch_norm_backward_input_1732,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2758: input.dim >= 2",
+        .what = "ops.yaml:2770: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1732,
+        .call = error_batch_norm_backward_weight_1733,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2769: grad_out.dim >= 2",
+        .what = "ops.yaml:2781: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1733,
+        .call = error_batch_norm_backward_bias_1734,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2780: grad.dim == 1",
+        .what = "ops.yaml:2792: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1734,
-        .expect = 0,
-        .expect_prefix = "batch_norm_backward_bias_backward: ",
-    },
-    {
-        .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2782: len(sizes) >= 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_backward_bias_backward_1735,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
+        .op = "batch_norm_backward_bias_backward",
+        .what = "ops.yaml:2794: len(sizes) >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_backward_1736,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias_backward: ",
+    },
+    {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2793: input.dim >= 2",
+        .what = "ops.yaml:2805: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1736,
+        .call = error_batch_norm_double_backward_input_1737,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2804: input.dim >= 2",
+        .what = "ops.yaml:2816: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1737,
+        .call = error_batch_norm_double_backward_grad_out_1738,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2819: is_floating(result_dtype)",
+        .what = "ops.yaml:2831: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1743,
+        .call = error_softmax_1744,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2812: dtype of self",
+        .what = "ops.yaml:2824: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1744,
+        .call = error_softmax_1745,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2812: dim out of range",
+        .what = "ops.yaml:2824: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1745,
+        .call = error_softmax_1746,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2837: is_floating(result_dtype)",
+        .what = "ops.yaml:2849: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1751,
+        .call = error_log_softmax_1752,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2830: dtype of self",
+        .what = "ops.yaml:2842: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1752,
+        .call = error_log_softmax_1753,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2830: dim out of range",
+        .what = "ops.yaml:2842: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1753,
+        .call = error_log_softmax_1754,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2855: grad_output.dim == output.dim",
+        .what = "ops.yaml:2867: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1757,
+        .call = error_softmax_backward_data_1758,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2848: dtype of grad_output",
+        .what = "ops.yaml:2860: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1758,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "softmax_backward_data: ",
-    },
-    {
-        .op = "softmax_backward_data",
-        .what = "ops.yaml:2848: dim out of range",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_backward_data_1759,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:2860: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1760,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2872: grad_output.dim == output.dim",
+        .what = "ops.yaml:2884: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1763,
+        .call = error_log_softmax_backward_data_1764,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2865: dtype of grad_output",
+        .what = "ops.yaml:2877: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1764,
+        .call = error_log_softmax_backward_data_1765,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2865: dim out of range",
+        .what = "ops.yaml:2877: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1765,
+        .call = error_log_softmax_backward_data_1766,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2909: dtype of input",
+        .what = "ops.yaml:2921: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1771,
+        .call = error_dropout_1772,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2922: reduction not a choice",
+        .what = "ops.yaml:2934: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1777,
+        .call = error_mse_loss_1778,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2922: dtype of self",
+        .what = "ops.yaml:2934: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1778,
+        .call = error_mse_loss_1779,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2937: reduction not a choice",
+        .what = "ops.yaml:2949: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1784,
+        .call = error_l1_loss_1785,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2937: dtype of self",
+        .what = "ops.yaml:2949: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1785,
+        .call = error_l1_loss_1786,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2952: reduction not a choice",
+        .what = "ops.yaml:2964: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1792,
+        .call = error_smooth_l1_loss_1793,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2952: dtype of self",
+        .what = "ops.yaml:2964: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1793,
+        .call = error_smooth_l1_loss_1794,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2968: reduction not a choice",
+        .what = "ops.yaml:2980: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1799,
+        .call = error_huber_loss_1800,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2968: dtype of self",
+        .what = "ops.yaml:2980: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1800,
+        .call = error_huber_loss_1801,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2983: reduction not a choice",
+        .what = "ops.yaml:2995: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1807,
+        .call = error_binary_cross_entropy_1808,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2983: dtype of self",
+        .what = "ops.yaml:2995: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1808,
+        .call = error_binary_cross_entropy_1809,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3000: reduction not a choice",
+        .what = "ops.yaml:3012: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1815,
+        .call = error_binary_cross_entropy_with_logits_1816,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3000: dtype of self",
+        .what = "ops.yaml:3012: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1816,
+        .call = error_binary_cross_entropy_with_logits_1817,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3023: self.dim >= 1",
+        .what = "ops.yaml:3035: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1823,
-        .expect = 0,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "nll_loss",
-        .what = "ops.yaml:3025: weight.dim == 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_nll_loss_1824,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3016: reduction not a choice",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1825,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "nll_loss",
-        .what = "ops.yaml:3016: dtype of self",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1826,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .what = "ops.yaml:3046: self.dim >= 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1839,
-        .expect = 0,
-        .expect_prefix = "cross_entropy_loss: ",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .what = "ops.yaml:3048: weight.dim == 1",
+        .what = "ops.yaml:3037: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_nll_loss_1825,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3028: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1826,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3028: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1827,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3058: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = error_cross_entropy_loss_1840,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3039: reduction not a choice",
+        .what = "ops.yaml:3060: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_cross_entropy_loss_1841,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3051: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1841,
+        .call = error_cross_entropy_loss_1842,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3039: dtype of self",
+        .what = "ops.yaml:3051: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1842,
+        .call = error_cross_entropy_loss_1843,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3068: reduction not a choice",
+        .what = "ops.yaml:3080: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1848,
+        .call = error_cross_entropy_index_1849,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3068: dtype of self",
+        .what = "ops.yaml:3080: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1849,
+        .call = error_cross_entropy_index_1850,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3103: query.dim >= 2",
+        .what = "ops.yaml:3115: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1857,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3105: key.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1858,
         .expect = 0,
@@ -31801,97 +31813,108 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3107: value.dim >= 2",
+        .what = "ops.yaml:3117: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1859,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3109: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3119: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1860,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3111: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3121: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1861,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3097: dtype of query",
+        .what = "ops.yaml:3123: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1862,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3109: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1862,
+        .call = error_scaled_dot_product_attention_1863,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3260: is_floating(result_dtype)",
+        .what = "ops.yaml:3272: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1890,
+        .call = error_rand_1891,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3271: is_floating(result_dtype)",
+        .what = "ops.yaml:3283: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1892,
+        .call = error_randn_1893,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3347: dtype of self",
+        .what = "ops.yaml:3359: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1914,
+        .call = error_normal_1915,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3359: dtype of self",
+        .what = "ops.yaml:3371: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1921,
+        .call = error_uniform_1922,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3372: dtype of self",
+        .what = "ops.yaml:3384: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1924,
+        .call = error_maybe_multiply_1925,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3383: dtype of self",
+        .what = "ops.yaml:3395: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1927,
+        .call = error_sum_to_1928,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -4916,113 +4916,113 @@ def case_774(input, running_mean, running_var):
 
 
 def case_775(self):
-    """softmax.int (ops.yaml:2823 sample 0)"""
+    """softmax.int (ops.yaml:2835 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_776(self):
-    """softmax.int (ops.yaml:2823 sample 1)"""
+    """softmax.int (ops.yaml:2835 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_777(self):
-    """softmax.int (ops.yaml:2823 sample 2)"""
+    """softmax.int (ops.yaml:2835 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_778(self):
-    """softmax.int (ops.yaml:2823 sample 3)"""
+    """softmax.int (ops.yaml:2835 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_779(self):
-    """softmax.int (ops.yaml:2823 sample 4)"""
+    """softmax.int (ops.yaml:2835 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_780(self):
-    """log_softmax.int (ops.yaml:2841 sample 0)"""
+    """log_softmax.int (ops.yaml:2853 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_781(self):
-    """log_softmax.int (ops.yaml:2841 sample 1)"""
+    """log_softmax.int (ops.yaml:2853 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_782(self):
-    """log_softmax.int (ops.yaml:2841 sample 2)"""
+    """log_softmax.int (ops.yaml:2853 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_783(self):
-    """log_softmax.int (ops.yaml:2841 sample 3)"""
+    """log_softmax.int (ops.yaml:2853 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_784(self):
-    """log_softmax.int (ops.yaml:2841 sample 4)"""
+    """log_softmax.int (ops.yaml:2853 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_785(grad_output, output):
-    """softmax_backward_data (ops.yaml:2859 sample 0)"""
+    """softmax_backward_data (ops.yaml:2871 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_786(grad_output, output):
-    """softmax_backward_data (ops.yaml:2859 sample 1)"""
+    """softmax_backward_data (ops.yaml:2871 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_787(grad_output, output):
-    """softmax_backward_data (ops.yaml:2859 sample 2)"""
+    """softmax_backward_data (ops.yaml:2871 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_788(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2876 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2888 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_789(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2876 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2888 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_790(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2876 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2888 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_791(input):
-    """dropout (ops.yaml:2915 sample 0)"""
+    """dropout (ops.yaml:2927 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -5030,7 +5030,7 @@ def case_791(input):
 
 
 def case_792(input):
-    """dropout (ops.yaml:2915 sample 1)"""
+    """dropout (ops.yaml:2927 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -5038,7 +5038,7 @@ def case_792(input):
 
 
 def case_793(input):
-    """dropout (ops.yaml:2915 sample 2)"""
+    """dropout (ops.yaml:2927 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -5046,7 +5046,7 @@ def case_793(input):
 
 
 def case_794(input):
-    """dropout (ops.yaml:2915 sample 3)"""
+    """dropout (ops.yaml:2927 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -5054,7 +5054,7 @@ def case_794(input):
 
 
 def case_795(input):
-    """dropout (ops.yaml:2915 sample 4)"""
+    """dropout (ops.yaml:2927 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -5062,183 +5062,183 @@ def case_795(input):
 
 
 def case_796(self, target):
-    """mse_loss (ops.yaml:2929 sample 0)"""
+    """mse_loss (ops.yaml:2941 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_797(self, target):
-    """mse_loss (ops.yaml:2929 sample 1)"""
+    """mse_loss (ops.yaml:2941 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_798(self, target):
-    """mse_loss (ops.yaml:2929 sample 2)"""
+    """mse_loss (ops.yaml:2941 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_799(self, target):
-    """mse_loss (ops.yaml:2929 sample 3)"""
+    """mse_loss (ops.yaml:2941 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_800(self, target):
-    """mse_loss (ops.yaml:2929 sample 4)"""
+    """mse_loss (ops.yaml:2941 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_801(self, target):
-    """l1_loss (ops.yaml:2944 sample 0)"""
+    """l1_loss (ops.yaml:2956 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_802(self, target):
-    """l1_loss (ops.yaml:2944 sample 1)"""
+    """l1_loss (ops.yaml:2956 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_803(self, target):
-    """l1_loss (ops.yaml:2944 sample 2)"""
+    """l1_loss (ops.yaml:2956 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_804(self, target):
-    """l1_loss (ops.yaml:2944 sample 3)"""
+    """l1_loss (ops.yaml:2956 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_805(self, target):
-    """l1_loss (ops.yaml:2944 sample 4)"""
+    """l1_loss (ops.yaml:2956 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_806(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 0)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_807(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 1)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_808(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 2)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_809(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 3)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_810(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 4)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_811(self, target):
-    """smooth_l1_loss (ops.yaml:2959 sample 5)"""
+    """smooth_l1_loss (ops.yaml:2971 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_812(self, target):
-    """huber_loss (ops.yaml:2975 sample 0)"""
+    """huber_loss (ops.yaml:2987 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_813(self, target):
-    """huber_loss (ops.yaml:2975 sample 1)"""
+    """huber_loss (ops.yaml:2987 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_814(self, target):
-    """huber_loss (ops.yaml:2975 sample 2)"""
+    """huber_loss (ops.yaml:2987 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_815(self, target):
-    """huber_loss (ops.yaml:2975 sample 3)"""
+    """huber_loss (ops.yaml:2987 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_816(self, target):
-    """huber_loss (ops.yaml:2975 sample 4)"""
+    """huber_loss (ops.yaml:2987 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_817(self, target):
-    """binary_cross_entropy (ops.yaml:2991 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_818(self, target):
-    """binary_cross_entropy (ops.yaml:2991 sample 1)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_819(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2991 sample 2)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_820(self, target):
-    """binary_cross_entropy (ops.yaml:2991 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_821(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2991 sample 4)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_822(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2991 sample 5)"""
+    """binary_cross_entropy (ops.yaml:3003 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_823(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -5246,34 +5246,34 @@ def case_823(self, target):
 
 
 def case_824(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_825(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_826(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_827(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_828(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3007 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -5281,7 +5281,7 @@ def case_828(self, target):
 
 
 def case_829(self, target):
-    """nll_loss (ops.yaml:3030 sample 0)"""
+    """nll_loss (ops.yaml:3042 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5289,21 +5289,21 @@ def case_829(self, target):
 
 
 def case_830(self, target, weight):
-    """nll_loss (ops.yaml:3030 sample 1)"""
+    """nll_loss (ops.yaml:3042 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_831(self, target, weight):
-    """nll_loss (ops.yaml:3030 sample 2)"""
+    """nll_loss (ops.yaml:3042 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_832(self, target):
-    """nll_loss (ops.yaml:3030 sample 3)"""
+    """nll_loss (ops.yaml:3042 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -5311,14 +5311,14 @@ def case_832(self, target):
 
 
 def case_833(self, target, weight):
-    """nll_loss (ops.yaml:3030 sample 4)"""
+    """nll_loss (ops.yaml:3042 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_834(self, target):
-    """nll_loss (ops.yaml:3030 sample 5)"""
+    """nll_loss (ops.yaml:3042 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5326,7 +5326,7 @@ def case_834(self, target):
 
 
 def case_835(self, target):
-    """cross_entropy_loss (ops.yaml:3053 sample 0)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5335,7 +5335,7 @@ def case_835(self, target):
 
 
 def case_836(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 1)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -5343,7 +5343,7 @@ def case_836(self, target, weight):
 
 
 def case_837(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 2)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -5351,7 +5351,7 @@ def case_837(self, target, weight):
 
 
 def case_838(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 3)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -5359,7 +5359,7 @@ def case_838(self, target, weight):
 
 
 def case_839(self, target):
-    """cross_entropy_loss (ops.yaml:3053 sample 4)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5368,7 +5368,7 @@ def case_839(self, target):
 
 
 def case_840(self, target):
-    """cross_entropy_loss (ops.yaml:3053 sample 5)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5377,7 +5377,7 @@ def case_840(self, target):
 
 
 def case_841(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 6)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5385,7 +5385,7 @@ def case_841(self, target, weight):
 
 
 def case_842(self, target):
-    """cross_entropy_loss (ops.yaml:3053 sample 7)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5394,7 +5394,7 @@ def case_842(self, target):
 
 
 def case_843(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 8)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -5402,7 +5402,7 @@ def case_843(self, target, weight):
 
 
 def case_844(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 9)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5410,7 +5410,7 @@ def case_844(self, target, weight):
 
 
 def case_845(self, target):
-    """cross_entropy_loss (ops.yaml:3053 sample 10)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5419,7 +5419,7 @@ def case_845(self, target):
 
 
 def case_846(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3053 sample 11)"""
+    """cross_entropy_loss (ops.yaml:3065 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5427,7 +5427,7 @@ def case_846(self, target, weight):
 
 
 def case_847(self, target):
-    """cross_entropy_index (ops.yaml:3078 sample 0)"""
+    """cross_entropy_index (ops.yaml:3090 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5436,7 +5436,7 @@ def case_847(self, target):
 
 
 def case_848(self, target):
-    """cross_entropy_index (ops.yaml:3078 sample 1)"""
+    """cross_entropy_index (ops.yaml:3090 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5445,7 +5445,7 @@ def case_848(self, target):
 
 
 def case_849(self, target):
-    """cross_entropy_index (ops.yaml:3078 sample 2)"""
+    """cross_entropy_index (ops.yaml:3090 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5454,7 +5454,7 @@ def case_849(self, target):
 
 
 def case_850(self, target):
-    """cross_entropy_index (ops.yaml:3078 sample 3)"""
+    """cross_entropy_index (ops.yaml:3090 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5463,7 +5463,7 @@ def case_850(self, target):
 
 
 def case_851(self, target):
-    """cross_entropy_index (ops.yaml:3078 sample 4)"""
+    """cross_entropy_index (ops.yaml:3090 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5472,7 +5472,7 @@ def case_851(self, target):
 
 
 def case_852(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 0)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5481,7 +5481,7 @@ def case_852(query, key, value):
 
 
 def case_853(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 1)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5489,7 +5489,7 @@ def case_853(query, key, value, attn_mask):
 
 
 def case_854(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 2)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5497,7 +5497,7 @@ def case_854(query, key, value, attn_mask):
 
 
 def case_855(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 3)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5506,7 +5506,7 @@ def case_855(query, key, value):
 
 
 def case_856(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 4)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5515,7 +5515,7 @@ def case_856(query, key, value):
 
 
 def case_857(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5524,7 +5524,7 @@ def case_857(query, key, value):
 
 
 def case_858(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3115 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3127 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5533,7 +5533,7 @@ def case_858(query, key, value):
 
 
 def case_859():
-    """empty (ops.yaml:3135 sample 0)"""
+    """empty (ops.yaml:3147 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5541,7 +5541,7 @@ def case_859():
 
 
 def case_860():
-    """empty (ops.yaml:3135 sample 1)"""
+    """empty (ops.yaml:3147 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -5549,7 +5549,7 @@ def case_860():
 
 
 def case_861():
-    """empty (ops.yaml:3135 sample 2)"""
+    """empty (ops.yaml:3147 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -5557,7 +5557,7 @@ def case_861():
 
 
 def case_862():
-    """zeros (ops.yaml:3142 sample 0)"""
+    """zeros (ops.yaml:3154 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5565,7 +5565,7 @@ def case_862():
 
 
 def case_863():
-    """ones (ops.yaml:3150 sample 0)"""
+    """ones (ops.yaml:3162 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5573,7 +5573,7 @@ def case_863():
 
 
 def case_864():
-    """full (ops.yaml:3165 sample 0)"""
+    """full (ops.yaml:3177 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5582,7 +5582,7 @@ def case_864():
 
 
 def case_865():
-    """full (ops.yaml:3165 sample 1)"""
+    """full (ops.yaml:3177 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5591,7 +5591,7 @@ def case_865():
 
 
 def case_866():
-    """full (ops.yaml:3165 sample 2)"""
+    """full (ops.yaml:3177 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5600,70 +5600,70 @@ def case_866():
 
 
 def case_867(self):
-    """empty_like (ops.yaml:3176 sample 0)"""
+    """empty_like (ops.yaml:3188 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_868(self):
-    """empty_like (ops.yaml:3176 sample 1)"""
+    """empty_like (ops.yaml:3188 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_869(self):
-    """empty_like (ops.yaml:3176 sample 2)"""
+    """empty_like (ops.yaml:3188 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_870(self):
-    """ones_like (ops.yaml:3196 sample 0)"""
+    """ones_like (ops.yaml:3208 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_871(self):
-    """ones_like (ops.yaml:3196 sample 1)"""
+    """ones_like (ops.yaml:3208 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_872(self):
-    """ones_like (ops.yaml:3196 sample 2)"""
+    """ones_like (ops.yaml:3208 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_873(self):
-    """ones_like (ops.yaml:3196 sample 3)"""
+    """ones_like (ops.yaml:3208 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_874(self):
-    """full_like (ops.yaml:3208 sample 0)"""
+    """full_like (ops.yaml:3220 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_875(self):
-    """full_like (ops.yaml:3208 sample 1)"""
+    """full_like (ops.yaml:3220 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_876(self):
-    """full_like (ops.yaml:3208 sample 2)"""
+    """full_like (ops.yaml:3220 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_877():
-    """arange (ops.yaml:3213 sample 0)"""
+    """arange (ops.yaml:3225 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5673,7 +5673,7 @@ def case_877():
 
 
 def case_878():
-    """linspace (ops.yaml:3228 sample 0)"""
+    """linspace (ops.yaml:3240 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5683,7 +5683,7 @@ def case_878():
 
 
 def case_879():
-    """linspace (ops.yaml:3228 sample 1)"""
+    """linspace (ops.yaml:3240 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5693,7 +5693,7 @@ def case_879():
 
 
 def case_880():
-    """linspace (ops.yaml:3228 sample 2)"""
+    """linspace (ops.yaml:3240 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5703,7 +5703,7 @@ def case_880():
 
 
 def case_881():
-    """eye (ops.yaml:3240 sample 0)"""
+    """eye (ops.yaml:3252 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -5711,7 +5711,7 @@ def case_881():
 
 
 def case_882():
-    """eye (ops.yaml:3240 sample 1)"""
+    """eye (ops.yaml:3252 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -5719,7 +5719,7 @@ def case_882():
 
 
 def case_883():
-    """eye.m (ops.yaml:3251 sample 0)"""
+    """eye.m (ops.yaml:3263 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5728,7 +5728,7 @@ def case_883():
 
 
 def case_884():
-    """eye.m (ops.yaml:3251 sample 1)"""
+    """eye.m (ops.yaml:3263 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5737,7 +5737,7 @@ def case_884():
 
 
 def case_885():
-    """rand (ops.yaml:3255 sample 0)"""
+    """rand (ops.yaml:3267 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5746,7 +5746,7 @@ def case_885():
 
 
 def case_886():
-    """randn (ops.yaml:3266 sample 0)"""
+    """randn (ops.yaml:3278 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5755,35 +5755,35 @@ def case_886():
 
 
 def case_887(self):
-    """rand_like (ops.yaml:3283 sample 0)"""
+    """rand_like (ops.yaml:3295 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_888(self):
-    """rand_like (ops.yaml:3283 sample 1)"""
+    """rand_like (ops.yaml:3295 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_889(self):
-    """randn_like (ops.yaml:3293 sample 0)"""
+    """randn_like (ops.yaml:3305 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_890(self):
-    """randn_like (ops.yaml:3293 sample 1)"""
+    """randn_like (ops.yaml:3305 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_891():
-    """randint (ops.yaml:3304 sample 0)"""
+    """randint (ops.yaml:3316 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5793,7 +5793,7 @@ def case_891():
 
 
 def case_892():
-    """randint (ops.yaml:3304 sample 1)"""
+    """randint (ops.yaml:3316 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5803,7 +5803,7 @@ def case_892():
 
 
 def case_893():
-    """randint.low (ops.yaml:3315 sample 0)"""
+    """randint.low (ops.yaml:3327 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5814,7 +5814,7 @@ def case_893():
 
 
 def case_894():
-    """randperm (ops.yaml:3325 sample 0)"""
+    """randperm (ops.yaml:3337 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5823,7 +5823,7 @@ def case_894():
 
 
 def case_895():
-    """randperm (ops.yaml:3325 sample 1)"""
+    """randperm (ops.yaml:3337 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5832,28 +5832,28 @@ def case_895():
 
 
 def case_896(self):
-    """bernoulli.p (ops.yaml:3342 sample 0)"""
+    """bernoulli.p (ops.yaml:3354 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_897(self):
-    """bernoulli.p (ops.yaml:3342 sample 1)"""
+    """bernoulli.p (ops.yaml:3354 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_898(self):
-    """bernoulli.p (ops.yaml:3342 sample 2)"""
+    """bernoulli.p (ops.yaml:3354 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_899(self):
-    """normal (ops.yaml:3353 sample 0)"""
+    """normal (ops.yaml:3365 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -5861,7 +5861,7 @@ def case_899(self):
 
 
 def case_900(self):
-    """normal (ops.yaml:3353 sample 1)"""
+    """normal (ops.yaml:3365 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5869,7 +5869,7 @@ def case_900(self):
 
 
 def case_901(self):
-    """normal (ops.yaml:3353 sample 2)"""
+    """normal (ops.yaml:3365 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5877,7 +5877,7 @@ def case_901(self):
 
 
 def case_902(self):
-    """uniform (ops.yaml:3365 sample 0)"""
+    """uniform (ops.yaml:3377 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -5885,7 +5885,7 @@ def case_902(self):
 
 
 def case_903(self):
-    """uniform (ops.yaml:3365 sample 1)"""
+    """uniform (ops.yaml:3377 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5893,7 +5893,7 @@ def case_903(self):
 
 
 def case_904(self):
-    """uniform (ops.yaml:3365 sample 2)"""
+    """uniform (ops.yaml:3377 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5901,25 +5901,25 @@ def case_904(self):
 
 
 def case_905(self):
-    """maybe_multiply (ops.yaml:3378 sample 0)"""
+    """maybe_multiply (ops.yaml:3390 sample 0)"""
     other = 2.5
     return self * other
 
 
 def case_906(self):
-    """maybe_multiply (ops.yaml:3378 sample 1)"""
+    """maybe_multiply (ops.yaml:3390 sample 1)"""
     other = 1
     return self * other
 
 
 def case_907(self):
-    """sum_to (ops.yaml:3389 sample 0)"""
+    """sum_to (ops.yaml:3401 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_908(self):
-    """sum_to (ops.yaml:3389 sample 1)"""
+    """sum_to (ops.yaml:3401 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -8250,406 +8250,406 @@ CASES = [
     dict(op="batch_norm_training", where="ops.yaml:2678 sample 1", fn=case_774, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2823 sample 0", fn=case_775, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2835 sample 0", fn=case_775, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2823 sample 1", fn=case_776, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2835 sample 1", fn=case_776, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2823 sample 2", fn=case_777, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2835 sample 2", fn=case_777, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2823 sample 3", fn=case_778, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2835 sample 3", fn=case_778, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2823 sample 4", fn=case_779, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2835 sample 4", fn=case_779, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2841 sample 0", fn=case_780, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2853 sample 0", fn=case_780, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2841 sample 1", fn=case_781, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2853 sample 1", fn=case_781, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2841 sample 2", fn=case_782, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2853 sample 2", fn=case_782, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2841 sample 3", fn=case_783, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2853 sample 3", fn=case_783, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2841 sample 4", fn=case_784, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2853 sample 4", fn=case_784, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2859 sample 0", fn=case_785, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 0", fn=case_785, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2859 sample 1", fn=case_786, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 1", fn=case_786, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2859 sample 2", fn=case_787, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 2", fn=case_787, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2876 sample 0", fn=case_788, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 0", fn=case_788, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2876 sample 1", fn=case_789, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 1", fn=case_789, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2876 sample 2", fn=case_790, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 2", fn=case_790, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2915 sample 0", fn=case_791, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2915 sample 1", fn=case_792, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2927 sample 0", fn=case_791, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2915 sample 2", fn=case_793, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2927 sample 1", fn=case_792, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2915 sample 3", fn=case_794, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2927 sample 2", fn=case_793, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2915 sample 4", fn=case_795, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2927 sample 3", fn=case_794, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2929 sample 0", fn=case_796, tensors=["self", "target"],
+    dict(op="dropout", where="ops.yaml:2927 sample 4", fn=case_795, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2941 sample 0", fn=case_796, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2929 sample 1", fn=case_797, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2941 sample 1", fn=case_797, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2929 sample 2", fn=case_798, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2941 sample 2", fn=case_798, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2929 sample 3", fn=case_799, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2941 sample 3", fn=case_799, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2929 sample 4", fn=case_800, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2941 sample 4", fn=case_800, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2944 sample 0", fn=case_801, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2956 sample 0", fn=case_801, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2944 sample 1", fn=case_802, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2956 sample 1", fn=case_802, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2944 sample 2", fn=case_803, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2956 sample 2", fn=case_803, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2944 sample 3", fn=case_804, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2956 sample 3", fn=case_804, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2944 sample 4", fn=case_805, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2956 sample 4", fn=case_805, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 0", fn=case_806, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 0", fn=case_806, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 1", fn=case_807, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 1", fn=case_807, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 2", fn=case_808, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 2", fn=case_808, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 3", fn=case_809, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 3", fn=case_809, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 4", fn=case_810, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 4", fn=case_810, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2959 sample 5", fn=case_811, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 5", fn=case_811, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2975 sample 0", fn=case_812, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2987 sample 0", fn=case_812, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2975 sample 1", fn=case_813, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2987 sample 1", fn=case_813, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2975 sample 2", fn=case_814, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2987 sample 2", fn=case_814, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2975 sample 3", fn=case_815, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2987 sample 3", fn=case_815, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2975 sample 4", fn=case_816, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2987 sample 4", fn=case_816, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 0", fn=case_817, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 0", fn=case_817, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 1", fn=case_818, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 1", fn=case_818, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 2", fn=case_819, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 2", fn=case_819, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 3", fn=case_820, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 3", fn=case_820, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 4", fn=case_821, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 4", fn=case_821, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2991 sample 5", fn=case_822, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 5", fn=case_822, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 0", fn=case_823, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 0", fn=case_823, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 1", fn=case_824, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 1", fn=case_824, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 2", fn=case_825, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 2", fn=case_825, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 3", fn=case_826, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 3", fn=case_826, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 4", fn=case_827, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 4", fn=case_827, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3007 sample 5", fn=case_828, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 5", fn=case_828, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 0", fn=case_829, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 0", fn=case_829, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 1", fn=case_830, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 1", fn=case_830, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 2", fn=case_831, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 2", fn=case_831, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 3", fn=case_832, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 3", fn=case_832, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 4", fn=case_833, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 4", fn=case_833, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3030 sample 5", fn=case_834, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3042 sample 5", fn=case_834, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 0", fn=case_835, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 0", fn=case_835, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 1", fn=case_836, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 1", fn=case_836, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 2", fn=case_837, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 2", fn=case_837, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 3", fn=case_838, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 3", fn=case_838, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 4", fn=case_839, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 4", fn=case_839, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 5", fn=case_840, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 5", fn=case_840, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 6", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 6", fn=case_841, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 7", fn=case_842, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 7", fn=case_842, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 8", fn=case_843, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 8", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 9", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 9", fn=case_844, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 10", fn=case_845, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 10", fn=case_845, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3053 sample 11", fn=case_846, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 11", fn=case_846, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3078 sample 0", fn=case_847, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 0", fn=case_847, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3078 sample 1", fn=case_848, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 1", fn=case_848, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3078 sample 2", fn=case_849, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 2", fn=case_849, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3078 sample 3", fn=case_850, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 3", fn=case_850, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3078 sample 4", fn=case_851, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 4", fn=case_851, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 0", fn=case_852, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 0", fn=case_852, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 1", fn=case_853, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 1", fn=case_853, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 2", fn=case_854, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 2", fn=case_854, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 3", fn=case_855, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 3", fn=case_855, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 4", fn=case_856, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 4", fn=case_856, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 5", fn=case_857, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 5", fn=case_857, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3115 sample 6", fn=case_858, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 6", fn=case_858, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3135 sample 0", fn=case_859, tensors=[],
+    dict(op="empty", where="ops.yaml:3147 sample 0", fn=case_859, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3135 sample 1", fn=case_860, tensors=[],
+    dict(op="empty", where="ops.yaml:3147 sample 1", fn=case_860, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3135 sample 2", fn=case_861, tensors=[],
+    dict(op="empty", where="ops.yaml:3147 sample 2", fn=case_861, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3142 sample 0", fn=case_862, tensors=[],
+    dict(op="zeros", where="ops.yaml:3154 sample 0", fn=case_862, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3150 sample 0", fn=case_863, tensors=[],
+    dict(op="ones", where="ops.yaml:3162 sample 0", fn=case_863, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3165 sample 0", fn=case_864, tensors=[],
+    dict(op="full", where="ops.yaml:3177 sample 0", fn=case_864, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3165 sample 1", fn=case_865, tensors=[],
+    dict(op="full", where="ops.yaml:3177 sample 1", fn=case_865, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3165 sample 2", fn=case_866, tensors=[],
+    dict(op="full", where="ops.yaml:3177 sample 2", fn=case_866, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3176 sample 0", fn=case_867, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3188 sample 0", fn=case_867, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3176 sample 1", fn=case_868, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3188 sample 1", fn=case_868, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3176 sample 2", fn=case_869, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3188 sample 2", fn=case_869, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3196 sample 0", fn=case_870, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3208 sample 0", fn=case_870, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3196 sample 1", fn=case_871, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3208 sample 1", fn=case_871, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3196 sample 2", fn=case_872, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3208 sample 2", fn=case_872, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3196 sample 3", fn=case_873, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3208 sample 3", fn=case_873, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3208 sample 0", fn=case_874, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3220 sample 0", fn=case_874, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3208 sample 1", fn=case_875, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3220 sample 1", fn=case_875, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3208 sample 2", fn=case_876, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3220 sample 2", fn=case_876, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3213 sample 0", fn=case_877, tensors=[],
+    dict(op="arange", where="ops.yaml:3225 sample 0", fn=case_877, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3228 sample 0", fn=case_878, tensors=[],
+    dict(op="linspace", where="ops.yaml:3240 sample 0", fn=case_878, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3228 sample 1", fn=case_879, tensors=[],
+    dict(op="linspace", where="ops.yaml:3240 sample 1", fn=case_879, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3228 sample 2", fn=case_880, tensors=[],
+    dict(op="linspace", where="ops.yaml:3240 sample 2", fn=case_880, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3240 sample 0", fn=case_881, tensors=[],
+    dict(op="eye", where="ops.yaml:3252 sample 0", fn=case_881, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3240 sample 1", fn=case_882, tensors=[],
+    dict(op="eye", where="ops.yaml:3252 sample 1", fn=case_882, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3251 sample 0", fn=case_883, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3263 sample 0", fn=case_883, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3251 sample 1", fn=case_884, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3263 sample 1", fn=case_884, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3255 sample 0", fn=case_885, tensors=[],
+    dict(op="rand", where="ops.yaml:3267 sample 0", fn=case_885, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3266 sample 0", fn=case_886, tensors=[],
+    dict(op="randn", where="ops.yaml:3278 sample 0", fn=case_886, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3283 sample 0", fn=case_887, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3295 sample 0", fn=case_887, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3283 sample 1", fn=case_888, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3295 sample 1", fn=case_888, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3293 sample 0", fn=case_889, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3305 sample 0", fn=case_889, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3293 sample 1", fn=case_890, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3305 sample 1", fn=case_890, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3304 sample 0", fn=case_891, tensors=[],
+    dict(op="randint", where="ops.yaml:3316 sample 0", fn=case_891, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3304 sample 1", fn=case_892, tensors=[],
+    dict(op="randint", where="ops.yaml:3316 sample 1", fn=case_892, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3315 sample 0", fn=case_893, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3327 sample 0", fn=case_893, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3325 sample 0", fn=case_894, tensors=[],
+    dict(op="randperm", where="ops.yaml:3337 sample 0", fn=case_894, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3325 sample 1", fn=case_895, tensors=[],
+    dict(op="randperm", where="ops.yaml:3337 sample 1", fn=case_895, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3342 sample 0", fn=case_896, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3354 sample 0", fn=case_896, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3342 sample 1", fn=case_897, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3354 sample 1", fn=case_897, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3342 sample 2", fn=case_898, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3354 sample 2", fn=case_898, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3353 sample 0", fn=case_899, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3365 sample 0", fn=case_899, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3353 sample 1", fn=case_900, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3365 sample 1", fn=case_900, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3353 sample 2", fn=case_901, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3365 sample 2", fn=case_901, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3365 sample 0", fn=case_902, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3377 sample 0", fn=case_902, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3365 sample 1", fn=case_903, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3377 sample 1", fn=case_903, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3365 sample 2", fn=case_904, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3377 sample 2", fn=case_904, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3378 sample 0", fn=case_905, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3390 sample 0", fn=case_905, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3378 sample 1", fn=case_906, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3390 sample 1", fn=case_906, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3389 sample 0", fn=case_907, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3401 sample 0", fn=case_907, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3389 sample 1", fn=case_908, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3401 sample 1", fn=case_908, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
