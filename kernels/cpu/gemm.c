@@ -3,13 +3,14 @@
 #define _POSIX_C_SOURCE 200809L /* blis.h uses pthread barriers */
 #endif
 
-#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "gemm.h"
 #include "gemm_small.h"
 #include "gemm_threads.h"
 #include "blis_setup.h"
+#include "parallel.h"
 
 /* blis.h defines hundreds of unused static inline helpers. */
 #pragma GCC diagnostic push
@@ -212,7 +213,7 @@ static yt_status
 gemm(problem *p, bool trans_a, bool trans_b)
 {
     yt_status s = prepare(p, trans_a, trans_b);
-    return s != YT_OK ? s : run(p, omp_get_max_threads());
+    return s != YT_OK ? s : run(p, yt__max_threads());
 }
 
 yt_status
@@ -245,6 +246,23 @@ entry(const problem *base, int64_t i, int64_t bsa, int64_t bsb, int64_t bsc)
     return e;
 }
 
+typedef struct {
+    const problem *p;
+    int64_t batch, bsa, bsb, bsc, chunks;
+    _Atomic int status;
+} batch_job;
+
+static void
+batch_chunk(void *ctx, int64_t chunk)
+{
+    batch_job *j = ctx;
+    for (int64_t i = j->batch * chunk / j->chunks; i < j->batch * (chunk + 1) / j->chunks; i++) {
+        problem e = entry(j->p, i, j->bsa, j->bsb, j->bsc);
+        if (run(&e, 1) != YT_OK)
+            atomic_store_explicit(&j->status, YT_ERR_NOMEM, memory_order_relaxed);
+    }
+}
+
 static yt_status
 gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa, int64_t bsb,
              int64_t bsc)
@@ -259,37 +277,16 @@ gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa,
                                "gemm: batch stride 0 for C makes %lld results share memory",
                                (long long)batch);
     double macs = (double)p->m * (double)p->n * (double)p->k;
-    int threads = omp_get_max_threads();
-    /* Small entries: one thread per entry, spread across the pool, when the whole batch is
-     * worth splitting (gemm_threads.h). The calling thread takes the last, largest share. */
+    int threads = yt__max_threads();
+    /* Small entries: one thread per entry, the batch spread over the pool (two runs of entries
+     * per thread, claimed as the threads come), when the whole batch is worth splitting
+     * (gemm_threads.h). */
     if (threads > 1 && batch >= threads && macs < PARALLEL_MACS &&
         yt__gemm_threads(macs * (double)batch, threads, p->f64) > 1) {
-        yt_status status = YT_OK;
-        int64_t start = yt__gemm_now_ns(), caller_start = 0, caller_end = 0, last_end = 0;
-#pragma omp parallel num_threads(threads)
-        {
-            if (omp_get_thread_num() == 0)
-                caller_start = yt__gemm_now_ns();
-            int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();
-            for (int64_t i = batch * id / nt; i < batch * (id + 1) / nt; i++) {
-                problem e = entry(p, i, bsa, bsb, bsc);
-                if (run(&e, 1) != YT_OK) {
-#pragma omp atomic write
-                    status = YT_ERR_NOMEM;
-                }
-            }
-            int64_t end = yt__gemm_now_ns();
-            if (omp_get_thread_num() == 0)
-                caller_end = end;
-            int64_t seen = __atomic_load_n(&last_end, __ATOMIC_RELAXED);
-            while (end > seen && !__atomic_compare_exchange_n(&last_end, &seen, end, true,
-                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                ;
-        }
-        yt__gemm_threads_observe(caller_start - start +
-                                 (last_end > caller_end ? last_end - caller_end : 0));
-        if (status != YT_OK)
-            return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");
+        batch_job job = {p, batch, bsa, bsb, bsc, batch < 2 * threads ? batch : 2 * threads, YT_OK};
+        yt__gemm_threads_observe(yt__parallel_run(job.chunks, threads, batch_chunk, &job));
+        if (atomic_load(&job.status) != YT_OK)
+            return yt__fail_status(YT_ERR_NOMEM, "gemm: a worker thread failed (out of memory)");
         return YT_OK;
     }
     for (int64_t i = 0; i < batch; i++) {
