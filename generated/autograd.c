@@ -9705,6 +9705,187 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
     return status;
 }
 
+/* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
+ * backward, from derivatives.yaml:645:
+ *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
+ *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
+ *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)
+ *   fused (when no graph is recorded): scaled_dot_product_attention_math_backward(grad_output, query, key, value, attn, scale, needs_grad(query), needs_grad(key), needs_grad(value))
+ */
+typedef struct scaled_dot_product_attention_math_node {
+    yt_node base;   /* must be first */
+    yt_saved value; /* used by: query, key, value */
+    yt_saved query; /* used by: query, key, value */
+    yt_saved key;   /* used by: query, key, value */
+    double scale;   /* used by: query, key, value */
+    yt_saved attn;  /* used by: query, key, value */
+} scaled_dot_product_attention_math_node;
+
+static yt_status
+scaled_dot_product_attention_math_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scaled_dot_product_attention_math_node *node = (scaled_dot_product_attention_math_node *)node_;
+
+    if (yt__tls.grad_disabled) { /* no graph to record: every gradient from one call */
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *attn = yt__saved_unpack(&node->attn, &node->base, "attn");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_scaled_dot_product_attention_math_backward(
+            grads[0], query, key, value, attn, node->scale, node->base.needs_grad[0],
+            node->base.needs_grad[1], node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(attn);
+        yt_release(value);
+        yt_release(key);
+        yt_release(query);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        return YT_OK;
+    }
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *t0 = yt_transpose(value, -2, -1);
+        yt_tensor *t1 = yt_matmul(grads[0], t0);
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t2 = yt_transpose(key, -2, -1);
+        yt_tensor *t3 = yt_matmul(query, t2);
+        yt_tensor *t4 = yt_mul_scalar(t3, yt_float(node->scale));
+        yt_tensor *t5 = yt_softmax_ex(t4, -1, YT_DTYPE_NONE);
+        yt_tensor *t6 = yt_softmax_backward_data(t1, t5, -1);
+        yt_tensor *t7 = yt_matmul(t6, key);
+        out[0] = yt_mul_scalar(t7, yt_float(node->scale));
+        yt_release(t7);
+        yt_release(t6);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        yt_release(value);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *t0 = yt_transpose(value, -2, -1);
+        yt_tensor *t1 = yt_matmul(grads[0], t0);
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t2 = yt_transpose(key, -2, -1);
+        yt_tensor *t3 = yt_matmul(query, t2);
+        yt_tensor *t4 = yt_mul_scalar(t3, yt_float(node->scale));
+        yt_tensor *t5 = yt_softmax_ex(t4, -1, YT_DTYPE_NONE);
+        yt_tensor *t6 = yt_softmax_backward_data(t1, t5, -1);
+        yt_tensor *t7 = yt_transpose(t6, -2, -1);
+        yt_tensor *t8 = yt_matmul(t7, query);
+        out[1] = yt_mul_scalar(t8, yt_float(node->scale));
+        yt_release(t8);
+        yt_release(t7);
+        yt_release(t6);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        yt_release(value);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t0 = yt_transpose(key, -2, -1);
+        yt_tensor *t1 = yt_matmul(query, t0);
+        yt_tensor *t2 = yt_mul_scalar(t1, yt_float(node->scale));
+        yt_tensor *t3 = yt_softmax_ex(t2, -1, YT_DTYPE_NONE);
+        yt_tensor *t4 = yt_transpose(t3, -2, -1);
+        out[2] = yt_matmul(t4, grads[0]);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scaled_dot_product_attention_math_release_saved(yt_node *node_)
+{
+    scaled_dot_product_attention_math_node *node = (scaled_dot_product_attention_math_node *)node_;
+    yt__saved_release(&node->value);
+    yt__saved_release(&node->query);
+    yt__saved_release(&node->key);
+    yt__saved_release(&node->attn);
+}
+
+static const yt_node_kind scaled_dot_product_attention_math_node_kind = {
+    .name = "ScaledDotProductAttentionMathBackward",
+    .op_name = "scaled_dot_product_attention_math",
+    .size = sizeof(scaled_dot_product_attention_math_node),
+    .backward = scaled_dot_product_attention_math_backward,
+    .release_saved = scaled_dot_product_attention_math_release_saved,
+};
+
+yt_status
+yt__record_scaled_dot_product_attention_math(yt_tensor *output, yt_tensor *attn, yt_tensor *query,
+                                             yt_tensor *key, yt_tensor *value, double scale)
+{
+    scaled_dot_product_attention_math_node *node =
+        (scaled_dot_product_attention_math_node *)yt__node_new(
+            &scaled_dot_product_attention_math_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, query);
+    yt__node_set_edge(&node->base, 1, key);
+    yt__node_set_edge(&node->base, 2, value);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->value, value, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->query, query, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->key, key, false, 0);
+    node->scale = scale;
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->attn, attn, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, output, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:154:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -658,6 +658,16 @@ const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVIC
     [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
 };
 
+const yt__scaled_dot_product_attention_math_kernel_fn
+    yt__scaled_dot_product_attention_math_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_scaled_dot_product_attention_math,
+};
+
+const yt__scaled_dot_product_attention_math_backward_kernel_fn
+    yt__scaled_dot_product_attention_math_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_scaled_dot_product_attention_math_backward,
+};
+
 const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_empty,
 };

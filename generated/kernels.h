@@ -947,6 +947,26 @@ YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
+typedef yt_status (*yt__scaled_dot_product_attention_math_kernel_fn)(
+    yt_tensor *output, yt_tensor *attn, yt_tensor *query, yt_tensor *key, yt_tensor *value,
+    double scale);
+extern const yt__scaled_dot_product_attention_math_kernel_fn
+    yt__scaled_dot_product_attention_math_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scaled_dot_product_attention_math(yt_tensor *output, yt_tensor *attn,
+                                                                yt_tensor *query, yt_tensor *key,
+                                                                yt_tensor *value, double scale);
+
+typedef yt_status (*yt__scaled_dot_product_attention_math_backward_kernel_fn)(
+    yt_tensor *d_query, yt_tensor *d_key, yt_tensor *d_value, yt_tensor *grad_output,
+    yt_tensor *query, yt_tensor *key, yt_tensor *value, yt_tensor *attn, double scale,
+    bool query_grad, bool key_grad, bool value_grad);
+extern const yt__scaled_dot_product_attention_math_backward_kernel_fn
+    yt__scaled_dot_product_attention_math_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scaled_dot_product_attention_math_backward(
+    yt_tensor *d_query, yt_tensor *d_key, yt_tensor *d_value, yt_tensor *grad_output,
+    yt_tensor *query, yt_tensor *key, yt_tensor *value, yt_tensor *attn, double scale,
+    bool query_grad, bool key_grad, bool value_grad);
+
 typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT];

@@ -3005,8 +3005,158 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
     return yt__scope_track(result);
 }
 
+/* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
+ * from ops.yaml:3162 */
+yt_status
+yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor *query,
+                                              yt_tensor *key, yt_tensor *value, yt_tensor *attn,
+                                              double scale, bool query_grad, bool key_grad,
+                                              bool value_grad, yt_tensor **d_query,
+                                              yt_tensor **d_key, yt_tensor **d_value)
+{
+    if (d_query == NULL || d_key == NULL || d_value == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "scaled_dot_product_attention_math_backward: d_query and d_key and d_value must be non-NULL pointers to receive the results");
+    *d_query = NULL;
+    *d_key = NULL;
+    *d_value = NULL;
+    if (grad_output == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "grad_output"); /* keeps an earlier error */
+    if (query == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "value"); /* keeps an earlier error */
+    if (attn == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "attn"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (!(YT_DTYPE_BIT(attn->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: attn has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(attn->dtype));
+    if (query->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: query is on %s but grad_output is on %s",
+            yt_device_name(query->device), yt_device_name(grad_output->device));
+    if (key->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: key is on %s but grad_output is on %s",
+            yt_device_name(key->device), yt_device_name(grad_output->device));
+    if (value->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: value is on %s but grad_output is on %s",
+            yt_device_name(value->device), yt_device_name(grad_output->device));
+    if (attn->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: attn is on %s but grad_output is on %s",
+            yt_device_name(attn->device), yt_device_name(grad_output->device));
+    if (query->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: query has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(query->dtype), yt_dtype_name(grad_output->dtype));
+    if (key->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: key has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(key->dtype), yt_dtype_name(grad_output->dtype));
+    if (value->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: value has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(value->dtype), yt_dtype_name(grad_output->dtype));
+    if (attn->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: attn has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(attn->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype d_query_dtype = compute_dtype;
+    yt_dtype d_key_dtype = compute_dtype;
+    yt_dtype d_value_dtype = compute_dtype;
+    if (!(query->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math_backward: query must be at least 2-D, got %d-D",
+            query->dim);
+    if (!((key->dim == query->dim && value->dim == query->dim && attn->dim == query->dim &&
+           grad_output->dim == query->dim)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math_backward: expected key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim, got key.dim=%d, query.dim=%d, value.dim=%d, attn.dim=%d, grad_output.dim=%d",
+            key->dim, query->dim, value->dim, attn->dim, grad_output->dim);
+    yt_shape d_query_shape;
+    if (yt__shape_like(&d_query_shape, "scaled_dot_product_attention_math_backward", query) !=
+        YT_OK)
+        return yt_errcode();
+    yt_shape d_key_shape;
+    if (yt__shape_like(&d_key_shape, "scaled_dot_product_attention_math_backward", key) != YT_OK)
+        return yt_errcode();
+    yt_shape d_value_shape;
+    if (yt__shape_like(&d_value_shape, "scaled_dot_product_attention_math_backward", value) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = grad_output->device;
+    yt__scaled_dot_product_attention_math_backward_kernel_fn kernel =
+        yt__scaled_dot_product_attention_math_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_query = yt__empty(&d_query_shape, d_query_dtype, result_device);
+    yt_tensor *new_d_key =
+        new_d_query == NULL ? NULL : yt__empty(&d_key_shape, d_key_dtype, result_device);
+    yt_tensor *new_d_value =
+        new_d_key == NULL ? NULL : yt__empty(&d_value_shape, d_value_dtype, result_device);
+    yt_status status = new_d_value == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_query, new_d_key, new_d_value, grad_output, query, key,
+                                    value, attn, scale, query_grad, key_grad, value_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_query);
+        yt_release(new_d_key);
+        yt_release(new_d_value);
+        return status;
+    }
+    *d_query = yt__scope_track(new_d_query);
+    *d_key = yt__scope_track(new_d_key);
+    *d_value = yt__scope_track(new_d_value);
+    return YT_OK;
+}
+
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:3384 */
+ * from ops.yaml:3422 */
 yt_tensor *
 yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 {
@@ -3026,7 +3176,7 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3395 */
+ * from ops.yaml:3433 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -3046,7 +3196,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3406 */
+ * from ops.yaml:3444 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -3068,7 +3218,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3413 */
+ * from ops.yaml:3451 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3094,7 +3244,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3420 */
+ * from ops.yaml:3458 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3134,7 +3284,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3427 */
+ * from ops.yaml:3465 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -3151,7 +3301,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3434 */
+ * from ops.yaml:3472 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3180,7 +3330,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3441 */
+ * from ops.yaml:3479 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3215,7 +3365,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3448 */
+ * from ops.yaml:3486 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3260,7 +3410,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3455; backward from derivatives.yaml:154 */
+ * from ops.yaml:3493; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3302,7 +3452,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3463; backward from derivatives.yaml:157 */
+ * from ops.yaml:3501; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

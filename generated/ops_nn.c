@@ -1261,3 +1261,114 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
+ * from ops.yaml:3138; backward from derivatives.yaml:645 */
+yt_status
+yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
+                                     double scale, yt_tensor **output, yt_tensor **attn)
+{
+    if (output == NULL || attn == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "scaled_dot_product_attention_math: output and attn must be non-NULL pointers to receive the results");
+    *output = NULL;
+    *attn = NULL;
+    if (query == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (key->device != query->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math: key is on %s but query is on %s",
+                               yt_device_name(key->device), yt_device_name(query->device));
+    if (value->device != query->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE, "scaled_dot_product_attention_math: value is on %s but query is on %s",
+            yt_device_name(value->device), yt_device_name(query->device));
+    if (key->dtype != query->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: key has dtype %s but query has dtype %s",
+            yt_dtype_name(key->dtype), yt_dtype_name(query->dtype));
+    if (value->dtype != query->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: value has dtype %s but query has dtype %s",
+            yt_dtype_name(value->dtype), yt_dtype_name(query->dtype));
+    yt_dtype compute_dtype = query->dtype;
+    yt_dtype output_dtype = compute_dtype;
+    yt_dtype attn_dtype = compute_dtype;
+    if (!(query->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "scaled_dot_product_attention_math: query must be at least 2-D, got %d-D",
+            query->dim);
+    if (!((key->dim == query->dim && value->dim == query->dim)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: expected key.dim == query.dim and value.dim == query.dim, got key.dim=%d, query.dim=%d, value.dim=%d",
+            key->dim, query->dim, value->dim);
+    if (!(key->sizes[key->dim - 1] == query->sizes[query->dim - 1]))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: key.size(-1)=%lld does not match query.size(-1)=%lld",
+            (long long)key->sizes[key->dim - 1], (long long)query->sizes[query->dim - 1]);
+    if (!(value->sizes[value->dim - 2] == key->sizes[key->dim - 2]))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: value.size(-2)=%lld does not match key.size(-2)=%lld",
+            (long long)value->sizes[value->dim - 2], (long long)key->sizes[key->dim - 2]);
+    yt_shape output_shape;
+    if (yt__shape_attention_output(&output_shape, "scaled_dot_product_attention_math", query, key,
+                                   value) != YT_OK)
+        return yt_errcode();
+    yt_shape attn_shape;
+    if (yt__shape_attention_weights(&attn_shape, "scaled_dot_product_attention_math", query, key,
+                                    value) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = query->device;
+    yt__scaled_dot_product_attention_math_kernel_fn kernel =
+        yt__scaled_dot_product_attention_math_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {query, key, value};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *new_output = yt__empty(&output_shape, output_dtype, result_device);
+    yt_tensor *new_attn =
+        new_output == NULL ? NULL : yt__empty(&attn_shape, attn_dtype, result_device);
+    yt_status status =
+        new_attn == NULL ? yt_errcode() : kernel(new_output, new_attn, query, key, value, scale);
+    if (status == YT_OK && recording)
+        status = yt__record_scaled_dot_product_attention_math(new_output, new_attn, query, key,
+                                                              value, scale);
+    if (status != YT_OK) {
+        yt_release(new_output);
+        yt_release(new_attn);
+        return status;
+    }
+    *output = yt__scope_track(new_output);
+    *attn = yt__scope_track(new_attn);
+    return YT_OK;
+}

@@ -1231,6 +1231,18 @@ static const op_info
             },
             {
                 .schema =
+                    "scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)",
+                .doc =
+                    "The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @ key^T * scale) over the last dim, `output` = attn @ value, for query [..., L, E], key [..., S, E] and value [..., S, Ev] with the same leading dims; the (batch, head) pairs run in parallel and the backward reuses `attn`.",
+            },
+            {
+                .schema =
+                    "scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)",
+                .doc =
+                    "The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the flag is off) in one pass over the (batch, head) pairs, from the saved `attn`: its backward when no graph is recorded.",
+            },
+            {
+                .schema =
                     "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
                 .doc =
                     "A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).",

@@ -16701,7 +16701,191 @@ error_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1864(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1864(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_attn_1865(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_attn_1867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1868(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_attn_1869(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1870(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_attn_1871(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1872(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1873(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1874(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1875(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1876(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_backward_1877(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[3];
+    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                      inputs[4], 0.5, true, true, true, &r[0],
+                                                      &r[1], &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_backward_1878(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[3];
+    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                      inputs[4], 0.5, true, true, true, &r[0],
+                                                      &r[1], &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
+}
+
+static yt_tensor *
+call_empty_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16710,7 +16894,7 @@ call_empty_1864(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1865(yt_tensor *const *inputs, void *ctx)
+call_empty_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16719,7 +16903,7 @@ call_empty_1865(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1866(yt_tensor *const *inputs, void *ctx)
+call_empty_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16727,7 +16911,7 @@ call_empty_1866(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1867(yt_tensor *const *inputs, void *ctx)
+call_zeros_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16736,7 +16920,7 @@ call_zeros_1867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1868(yt_tensor *const *inputs, void *ctx)
+call_ones_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16745,7 +16929,7 @@ call_ones_1868(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1869(yt_tensor *const *inputs, void *ctx)
+call_full_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16754,7 +16938,7 @@ call_full_1869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1870(yt_tensor *const *inputs, void *ctx)
+call_full_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16763,7 +16947,7 @@ call_full_1870(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1871(yt_tensor *const *inputs, void *ctx)
+call_full_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16772,77 +16956,77 @@ call_full_1871(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1872(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1873(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1874(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1875(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1876(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1877(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1878(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1879(yt_tensor *const *inputs, void *ctx)
+call_full_like_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1880(yt_tensor *const *inputs, void *ctx)
+call_full_like_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1881(yt_tensor *const *inputs, void *ctx)
+call_full_like_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1882(yt_tensor *const *inputs, void *ctx)
+call_arange_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16850,7 +17034,7 @@ call_arange_1882(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1883(yt_tensor *const *inputs, void *ctx)
+call_linspace_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16858,7 +17042,7 @@ call_linspace_1883(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1884(yt_tensor *const *inputs, void *ctx)
+call_linspace_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16866,7 +17050,7 @@ call_linspace_1884(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1885(yt_tensor *const *inputs, void *ctx)
+call_linspace_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16874,7 +17058,7 @@ call_linspace_1885(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1886(yt_tensor *const *inputs, void *ctx)
+call_eye_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16882,7 +17066,7 @@ call_eye_1886(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1887(yt_tensor *const *inputs, void *ctx)
+call_eye_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16890,7 +17074,7 @@ call_eye_1887(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1888(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16898,7 +17082,7 @@ call_eye_m_1888(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1889(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16906,7 +17090,7 @@ call_eye_m_1889(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1890(yt_tensor *const *inputs, void *ctx)
+call_rand_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16915,7 +17099,7 @@ call_rand_1890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1891(yt_tensor *const *inputs, void *ctx)
+error_rand_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16924,7 +17108,7 @@ error_rand_1891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1892(yt_tensor *const *inputs, void *ctx)
+call_randn_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16933,7 +17117,7 @@ call_randn_1892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1893(yt_tensor *const *inputs, void *ctx)
+error_randn_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16942,35 +17126,35 @@ error_randn_1893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1894(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1895(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1896(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1897(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1898(yt_tensor *const *inputs, void *ctx)
+call_randint_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16979,7 +17163,7 @@ call_randint_1898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1899(yt_tensor *const *inputs, void *ctx)
+call_randint_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16988,7 +17172,7 @@ call_randint_1899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1900(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16997,7 +17181,7 @@ call_randint_low_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1901(yt_tensor *const *inputs, void *ctx)
+call_randperm_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17005,7 +17189,7 @@ call_randperm_1901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1902(yt_tensor *const *inputs, void *ctx)
+call_randperm_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17013,14 +17197,14 @@ call_randperm_1902(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1903(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1904(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17032,14 +17216,14 @@ inplace_bernoulli_p_1904(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1905(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1906(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17051,14 +17235,14 @@ inplace_bernoulli_p_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1907(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1908(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17070,14 +17254,14 @@ inplace_bernoulli_p_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1909(yt_tensor *const *inputs, void *ctx)
+call_normal_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1910(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17089,14 +17273,14 @@ inplace_normal_1910(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1911(yt_tensor *const *inputs, void *ctx)
+call_normal_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1912(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17108,14 +17292,14 @@ inplace_normal_1912(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1913(yt_tensor *const *inputs, void *ctx)
+call_normal_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1914(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17127,21 +17311,21 @@ inplace_normal_1914(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1915(yt_tensor *const *inputs, void *ctx)
+error_normal_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1916(yt_tensor *const *inputs, void *ctx)
+call_uniform_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1917(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17153,14 +17337,14 @@ inplace_uniform_1917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1918(yt_tensor *const *inputs, void *ctx)
+call_uniform_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1919(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17172,14 +17356,14 @@ inplace_uniform_1919(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1920(yt_tensor *const *inputs, void *ctx)
+call_uniform_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1921(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17191,35 +17375,35 @@ inplace_uniform_1921(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1922(yt_tensor *const *inputs, void *ctx)
+error_uniform_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1923(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1924(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1925(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1926(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17227,7 +17411,7 @@ call_sum_to_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1927(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17235,7 +17419,7 @@ call_sum_to_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1928(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -27716,10 +27900,114 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:3147 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1864,
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 0 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1864,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 0 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1865,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 1 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1866,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 1 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1867,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 2 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1868,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 2 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1869,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 3 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1870,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3155 sample 3 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27727,9 +28015,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3147 sample 1",
+        .where = "ops.yaml:3185 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1865,
+        .call = call_empty_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27737,9 +28025,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3147 sample 2",
+        .where = "ops.yaml:3185 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1866,
+        .call = call_empty_1880,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:3185 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1881,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27747,9 +28045,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3154 sample 0",
+        .where = "ops.yaml:3192 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1867,
+        .call = call_zeros_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27757,9 +28055,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3162 sample 0",
+        .where = "ops.yaml:3200 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1868,
+        .call = call_ones_1883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27767,9 +28065,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3177 sample 0",
+        .where = "ops.yaml:3215 sample 0",
         .n_inputs = 0,
-        .call = call_full_1869,
+        .call = call_full_1884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27777,9 +28075,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3177 sample 1",
+        .where = "ops.yaml:3215 sample 1",
         .n_inputs = 0,
-        .call = call_full_1870,
+        .call = call_full_1885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27787,9 +28085,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3177 sample 2",
+        .where = "ops.yaml:3215 sample 2",
         .n_inputs = 0,
-        .call = call_full_1871,
+        .call = call_full_1886,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27797,10 +28095,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3188 sample 0",
+        .where = "ops.yaml:3226 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1872,
+        .call = call_empty_like_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27808,11 +28106,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3188 sample 1",
+        .where = "ops.yaml:3226 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1873,
+        .call = call_empty_like_1888,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27820,10 +28118,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3188 sample 2",
+        .where = "ops.yaml:3226 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1874,
+        .call = call_empty_like_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27831,10 +28129,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3208 sample 0",
+        .where = "ops.yaml:3246 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1875,
+        .call = call_ones_like_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27842,11 +28140,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3208 sample 1",
+        .where = "ops.yaml:3246 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1876,
+        .call = call_ones_like_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27854,10 +28152,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3208 sample 2",
+        .where = "ops.yaml:3246 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1877,
+        .call = call_ones_like_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27865,10 +28163,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3208 sample 3",
+        .where = "ops.yaml:3246 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1878,
+        .call = call_ones_like_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27876,10 +28174,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3220 sample 0",
+        .where = "ops.yaml:3258 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1879,
+        .call = call_full_like_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27887,11 +28185,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3220 sample 1",
+        .where = "ops.yaml:3258 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1880,
+        .call = call_full_like_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27899,10 +28197,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3220 sample 2",
+        .where = "ops.yaml:3258 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1881,
+        .call = call_full_like_1896,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27910,69 +28208,59 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3225 sample 0",
-        .n_inputs = 0,
-        .call = call_arange_1882,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3240 sample 0",
-        .n_inputs = 0,
-        .call = call_linspace_1883,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3240 sample 1",
-        .n_inputs = 0,
-        .call = call_linspace_1884,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3240 sample 2",
-        .n_inputs = 0,
-        .call = call_linspace_1885,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye",
-        .where = "ops.yaml:3252 sample 0",
-        .n_inputs = 0,
-        .call = call_eye_1886,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye",
-        .where = "ops.yaml:3252 sample 1",
-        .n_inputs = 0,
-        .call = call_eye_1887,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye.m",
         .where = "ops.yaml:3263 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1888,
+        .call = call_arange_1897,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:3278 sample 0",
+        .n_inputs = 0,
+        .call = call_linspace_1898,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:3278 sample 1",
+        .n_inputs = 0,
+        .call = call_linspace_1899,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:3278 sample 2",
+        .n_inputs = 0,
+        .call = call_linspace_1900,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:3290 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_1901,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:3290 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1902,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27980,9 +28268,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3263 sample 1",
+        .where = "ops.yaml:3301 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1889,
+        .call = call_eye_m_1903,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:3301 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_1904,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27990,9 +28288,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3267 sample 0",
+        .where = "ops.yaml:3305 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1890,
+        .call = call_rand_1905,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28000,63 +28298,53 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3278 sample 0",
-        .n_inputs = 0,
-        .call = call_randn_1892,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rand_like",
-        .where = "ops.yaml:3295 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1894,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rand_like",
-        .where = "ops.yaml:3295 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1895,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randn_like",
-        .where = "ops.yaml:3305 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1896,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randn_like",
-        .where = "ops.yaml:3305 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1897,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randint",
         .where = "ops.yaml:3316 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1898,
+        .call = call_randn_1907,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:3333 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1909,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:3333 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1910,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:3343 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:3343 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28064,9 +28352,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3316 sample 1",
+        .where = "ops.yaml:3354 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1899,
+        .call = call_randint_1913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:3354 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28074,142 +28372,142 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3327 sample 0",
-        .n_inputs = 0,
-        .call = call_randint_low_1900,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randperm",
-        .where = "ops.yaml:3337 sample 0",
-        .n_inputs = 0,
-        .call = call_randperm_1901,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randperm",
-        .where = "ops.yaml:3337 sample 1",
-        .n_inputs = 0,
-        .call = call_randperm_1902,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3354 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1903,
-        .call_inplace = inplace_bernoulli_p_1904,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3354 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1905,
-        .call_inplace = inplace_bernoulli_p_1906,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3354 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1907,
-        .call_inplace = inplace_bernoulli_p_1908,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
         .where = "ops.yaml:3365 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_low_1915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:3375 sample 0",
+        .n_inputs = 0,
+        .call = call_randperm_1916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:3375 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_1917,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3392 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1909,
-        .call_inplace = inplace_normal_1910,
+        .call = call_bernoulli_p_1918,
+        .call_inplace = inplace_bernoulli_p_1919,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3392 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1920,
+        .call_inplace = inplace_bernoulli_p_1921,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3392 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1922,
+        .call_inplace = inplace_bernoulli_p_1923,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3365 sample 1",
+        .where = "ops.yaml:3403 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1911,
-        .call_inplace = inplace_normal_1912,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1924,
+        .call_inplace = inplace_normal_1925,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3365 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1913,
-        .call_inplace = inplace_normal_1914,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3377 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1916,
-        .call_inplace = inplace_uniform_1917,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3377 sample 1",
+        .where = "ops.yaml:3403 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1918,
-        .call_inplace = inplace_uniform_1919,
+        .call = call_normal_1926,
+        .call_inplace = inplace_normal_1927,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3403 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1928,
+        .call_inplace = inplace_normal_1929,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3377 sample 2",
+        .where = "ops.yaml:3415 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1931,
+        .call_inplace = inplace_uniform_1932,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3415 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1933,
+        .call_inplace = inplace_uniform_1934,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3415 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1920,
-        .call_inplace = inplace_uniform_1921,
+        .call = call_uniform_1935,
+        .call_inplace = inplace_uniform_1936,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3390 sample 0",
+        .where = "ops.yaml:3428 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1923,
+        .call = call_maybe_multiply_1938,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28217,10 +28515,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3390 sample 1",
+        .where = "ops.yaml:3428 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1924,
+        .call = call_maybe_multiply_1939,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28228,10 +28526,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3401 sample 0",
+        .where = "ops.yaml:3439 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1926,
+        .call = call_sum_to_1941,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28239,10 +28537,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3401 sample 1",
+        .where = "ops.yaml:3439 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1927,
+        .call = call_sum_to_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31867,54 +32165,136 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3144: query.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1872,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3146: key.dim == query.dim and value.dim == query.dim",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1873,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3148: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1874,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3150: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1875,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3138: dtype of query",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1876,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math_backward",
+        .what = "ops.yaml:3168: query.dim >= 2",
+        .n_inputs = 5,
+        .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_backward_1877,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math_backward: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math_backward",
+        .what =
+            "ops.yaml:3170: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+        .n_inputs = 5,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_backward_1878,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math_backward: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:3272: is_floating(result_dtype)",
+        .what = "ops.yaml:3310: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1891,
+        .call = error_rand_1906,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3283: is_floating(result_dtype)",
+        .what = "ops.yaml:3321: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1893,
+        .call = error_randn_1908,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3359: dtype of self",
+        .what = "ops.yaml:3397: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1915,
+        .call = error_normal_1930,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3371: dtype of self",
+        .what = "ops.yaml:3409: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1922,
+        .call = error_uniform_1937,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3384: dtype of self",
+        .what = "ops.yaml:3422: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1925,
+        .call = error_maybe_multiply_1940,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3395: dtype of self",
+        .what = "ops.yaml:3433: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1928,
+        .call = error_sum_to_1943,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

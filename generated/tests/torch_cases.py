@@ -5532,48 +5532,96 @@ def case_858(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_859():
-    """empty (ops.yaml:3147 sample 0)"""
+def case_859(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 0 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_860(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 0 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_861(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 1 result output)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_862(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 1 result attn)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_863(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 2 result output)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_864(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 2 result attn)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_865(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 3 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_866(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3155 sample 3 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_867():
+    """empty (ops.yaml:3185 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_860():
-    """empty (ops.yaml:3147 sample 1)"""
+def case_868():
+    """empty (ops.yaml:3185 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_861():
-    """empty (ops.yaml:3147 sample 2)"""
+def case_869():
+    """empty (ops.yaml:3185 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_862():
-    """zeros (ops.yaml:3154 sample 0)"""
+def case_870():
+    """zeros (ops.yaml:3192 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_863():
-    """ones (ops.yaml:3162 sample 0)"""
+def case_871():
+    """ones (ops.yaml:3200 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_864():
-    """full (ops.yaml:3177 sample 0)"""
+def case_872():
+    """full (ops.yaml:3215 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5581,8 +5629,8 @@ def case_864():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_865():
-    """full (ops.yaml:3177 sample 1)"""
+def case_873():
+    """full (ops.yaml:3215 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5590,8 +5638,8 @@ def case_865():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_866():
-    """full (ops.yaml:3177 sample 2)"""
+def case_874():
+    """full (ops.yaml:3215 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5599,71 +5647,71 @@ def case_866():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_867(self):
-    """empty_like (ops.yaml:3188 sample 0)"""
+def case_875(self):
+    """empty_like (ops.yaml:3226 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_868(self):
-    """empty_like (ops.yaml:3188 sample 1)"""
+def case_876(self):
+    """empty_like (ops.yaml:3226 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_869(self):
-    """empty_like (ops.yaml:3188 sample 2)"""
+def case_877(self):
+    """empty_like (ops.yaml:3226 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_870(self):
-    """ones_like (ops.yaml:3208 sample 0)"""
+def case_878(self):
+    """ones_like (ops.yaml:3246 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_871(self):
-    """ones_like (ops.yaml:3208 sample 1)"""
+def case_879(self):
+    """ones_like (ops.yaml:3246 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_872(self):
-    """ones_like (ops.yaml:3208 sample 2)"""
+def case_880(self):
+    """ones_like (ops.yaml:3246 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_873(self):
-    """ones_like (ops.yaml:3208 sample 3)"""
+def case_881(self):
+    """ones_like (ops.yaml:3246 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_874(self):
-    """full_like (ops.yaml:3220 sample 0)"""
+def case_882(self):
+    """full_like (ops.yaml:3258 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_875(self):
-    """full_like (ops.yaml:3220 sample 1)"""
+def case_883(self):
+    """full_like (ops.yaml:3258 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_876(self):
-    """full_like (ops.yaml:3220 sample 2)"""
+def case_884(self):
+    """full_like (ops.yaml:3258 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_877():
-    """arange (ops.yaml:3225 sample 0)"""
+def case_885():
+    """arange (ops.yaml:3263 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5672,8 +5720,8 @@ def case_877():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_878():
-    """linspace (ops.yaml:3240 sample 0)"""
+def case_886():
+    """linspace (ops.yaml:3278 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5682,8 +5730,8 @@ def case_878():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_879():
-    """linspace (ops.yaml:3240 sample 1)"""
+def case_887():
+    """linspace (ops.yaml:3278 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5692,8 +5740,8 @@ def case_879():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_880():
-    """linspace (ops.yaml:3240 sample 2)"""
+def case_888():
+    """linspace (ops.yaml:3278 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5702,24 +5750,24 @@ def case_880():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_881():
-    """eye (ops.yaml:3252 sample 0)"""
+def case_889():
+    """eye (ops.yaml:3290 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_882():
-    """eye (ops.yaml:3252 sample 1)"""
+def case_890():
+    """eye (ops.yaml:3290 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_883():
-    """eye.m (ops.yaml:3263 sample 0)"""
+def case_891():
+    """eye.m (ops.yaml:3301 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5727,8 +5775,8 @@ def case_883():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_884():
-    """eye.m (ops.yaml:3263 sample 1)"""
+def case_892():
+    """eye.m (ops.yaml:3301 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5736,8 +5784,8 @@ def case_884():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_885():
-    """rand (ops.yaml:3267 sample 0)"""
+def case_893():
+    """rand (ops.yaml:3305 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5745,8 +5793,8 @@ def case_885():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_886():
-    """randn (ops.yaml:3278 sample 0)"""
+def case_894():
+    """randn (ops.yaml:3316 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5754,36 +5802,36 @@ def case_886():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_887(self):
-    """rand_like (ops.yaml:3295 sample 0)"""
+def case_895(self):
+    """rand_like (ops.yaml:3333 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_888(self):
-    """rand_like (ops.yaml:3295 sample 1)"""
+def case_896(self):
+    """rand_like (ops.yaml:3333 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_889(self):
-    """randn_like (ops.yaml:3305 sample 0)"""
+def case_897(self):
+    """randn_like (ops.yaml:3343 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_890(self):
-    """randn_like (ops.yaml:3305 sample 1)"""
+def case_898(self):
+    """randn_like (ops.yaml:3343 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_891():
-    """randint (ops.yaml:3316 sample 0)"""
+def case_899():
+    """randint (ops.yaml:3354 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5792,8 +5840,8 @@ def case_891():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_892():
-    """randint (ops.yaml:3316 sample 1)"""
+def case_900():
+    """randint (ops.yaml:3354 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5802,8 +5850,8 @@ def case_892():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_893():
-    """randint.low (ops.yaml:3327 sample 0)"""
+def case_901():
+    """randint.low (ops.yaml:3365 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5813,8 +5861,8 @@ def case_893():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_894():
-    """randperm (ops.yaml:3337 sample 0)"""
+def case_902():
+    """randperm (ops.yaml:3375 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5822,8 +5870,8 @@ def case_894():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_895():
-    """randperm (ops.yaml:3337 sample 1)"""
+def case_903():
+    """randperm (ops.yaml:3375 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5831,95 +5879,95 @@ def case_895():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_896(self):
-    """bernoulli.p (ops.yaml:3354 sample 0)"""
+def case_904(self):
+    """bernoulli.p (ops.yaml:3392 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_897(self):
-    """bernoulli.p (ops.yaml:3354 sample 1)"""
+def case_905(self):
+    """bernoulli.p (ops.yaml:3392 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_898(self):
-    """bernoulli.p (ops.yaml:3354 sample 2)"""
+def case_906(self):
+    """bernoulli.p (ops.yaml:3392 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_899(self):
-    """normal (ops.yaml:3365 sample 0)"""
+def case_907(self):
+    """normal (ops.yaml:3403 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_900(self):
-    """normal (ops.yaml:3365 sample 1)"""
+def case_908(self):
+    """normal (ops.yaml:3403 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_901(self):
-    """normal (ops.yaml:3365 sample 2)"""
+def case_909(self):
+    """normal (ops.yaml:3403 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_902(self):
-    """uniform (ops.yaml:3377 sample 0)"""
+def case_910(self):
+    """uniform (ops.yaml:3415 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_903(self):
-    """uniform (ops.yaml:3377 sample 1)"""
+def case_911(self):
+    """uniform (ops.yaml:3415 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_904(self):
-    """uniform (ops.yaml:3377 sample 2)"""
+def case_912(self):
+    """uniform (ops.yaml:3415 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_905(self):
-    """maybe_multiply (ops.yaml:3390 sample 0)"""
+def case_913(self):
+    """maybe_multiply (ops.yaml:3428 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_906(self):
-    """maybe_multiply (ops.yaml:3390 sample 1)"""
+def case_914(self):
+    """maybe_multiply (ops.yaml:3428 sample 1)"""
     other = 1
     return self * other
 
 
-def case_907(self):
-    """sum_to (ops.yaml:3401 sample 0)"""
+def case_915(self):
+    """sum_to (ops.yaml:3439 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_908(self):
-    """sum_to (ops.yaml:3401 sample 1)"""
+def case_916(self):
+    """sum_to (ops.yaml:3439 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -8502,154 +8550,178 @@ CASES = [
     dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 6", fn=case_858, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3147 sample 0", fn=case_859, tensors=[],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 0 result output", fn=case_859, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 0 result attn", fn=case_860, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 1 result output", fn=case_861, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 1 result attn", fn=case_862, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 2 result output", fn=case_863, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 2 result attn", fn=case_864, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 3 result output", fn=case_865, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 3 result attn", fn=case_866, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:3185 sample 0", fn=case_867, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3147 sample 1", fn=case_860, tensors=[],
+    dict(op="empty", where="ops.yaml:3185 sample 1", fn=case_868, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3147 sample 2", fn=case_861, tensors=[],
+    dict(op="empty", where="ops.yaml:3185 sample 2", fn=case_869, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3154 sample 0", fn=case_862, tensors=[],
+    dict(op="zeros", where="ops.yaml:3192 sample 0", fn=case_870, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3162 sample 0", fn=case_863, tensors=[],
+    dict(op="ones", where="ops.yaml:3200 sample 0", fn=case_871, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3177 sample 0", fn=case_864, tensors=[],
+    dict(op="full", where="ops.yaml:3215 sample 0", fn=case_872, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3177 sample 1", fn=case_865, tensors=[],
+    dict(op="full", where="ops.yaml:3215 sample 1", fn=case_873, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3177 sample 2", fn=case_866, tensors=[],
+    dict(op="full", where="ops.yaml:3215 sample 2", fn=case_874, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3188 sample 0", fn=case_867, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3226 sample 0", fn=case_875, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3188 sample 1", fn=case_868, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3226 sample 1", fn=case_876, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3188 sample 2", fn=case_869, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3226 sample 2", fn=case_877, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3208 sample 0", fn=case_870, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3246 sample 0", fn=case_878, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3208 sample 1", fn=case_871, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3246 sample 1", fn=case_879, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3208 sample 2", fn=case_872, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3246 sample 2", fn=case_880, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3208 sample 3", fn=case_873, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3246 sample 3", fn=case_881, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3220 sample 0", fn=case_874, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3258 sample 0", fn=case_882, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3220 sample 1", fn=case_875, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3258 sample 1", fn=case_883, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3220 sample 2", fn=case_876, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3258 sample 2", fn=case_884, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3225 sample 0", fn=case_877, tensors=[],
+    dict(op="arange", where="ops.yaml:3263 sample 0", fn=case_885, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3240 sample 0", fn=case_878, tensors=[],
+    dict(op="linspace", where="ops.yaml:3278 sample 0", fn=case_886, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3240 sample 1", fn=case_879, tensors=[],
+    dict(op="linspace", where="ops.yaml:3278 sample 1", fn=case_887, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3240 sample 2", fn=case_880, tensors=[],
+    dict(op="linspace", where="ops.yaml:3278 sample 2", fn=case_888, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3252 sample 0", fn=case_881, tensors=[],
+    dict(op="eye", where="ops.yaml:3290 sample 0", fn=case_889, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3252 sample 1", fn=case_882, tensors=[],
+    dict(op="eye", where="ops.yaml:3290 sample 1", fn=case_890, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3263 sample 0", fn=case_883, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3301 sample 0", fn=case_891, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3263 sample 1", fn=case_884, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3301 sample 1", fn=case_892, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3267 sample 0", fn=case_885, tensors=[],
+    dict(op="rand", where="ops.yaml:3305 sample 0", fn=case_893, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3278 sample 0", fn=case_886, tensors=[],
+    dict(op="randn", where="ops.yaml:3316 sample 0", fn=case_894, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3295 sample 0", fn=case_887, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3333 sample 0", fn=case_895, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3295 sample 1", fn=case_888, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3333 sample 1", fn=case_896, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3305 sample 0", fn=case_889, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3343 sample 0", fn=case_897, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3305 sample 1", fn=case_890, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3343 sample 1", fn=case_898, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3316 sample 0", fn=case_891, tensors=[],
+    dict(op="randint", where="ops.yaml:3354 sample 0", fn=case_899, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3316 sample 1", fn=case_892, tensors=[],
+    dict(op="randint", where="ops.yaml:3354 sample 1", fn=case_900, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3327 sample 0", fn=case_893, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3365 sample 0", fn=case_901, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3337 sample 0", fn=case_894, tensors=[],
+    dict(op="randperm", where="ops.yaml:3375 sample 0", fn=case_902, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3337 sample 1", fn=case_895, tensors=[],
+    dict(op="randperm", where="ops.yaml:3375 sample 1", fn=case_903, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3354 sample 0", fn=case_896, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3392 sample 0", fn=case_904, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3354 sample 1", fn=case_897, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3392 sample 1", fn=case_905, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3354 sample 2", fn=case_898, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3392 sample 2", fn=case_906, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3365 sample 0", fn=case_899, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3403 sample 0", fn=case_907, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3365 sample 1", fn=case_900, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3403 sample 1", fn=case_908, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3365 sample 2", fn=case_901, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3403 sample 2", fn=case_909, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3377 sample 0", fn=case_902, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3415 sample 0", fn=case_910, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3377 sample 1", fn=case_903, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3415 sample 1", fn=case_911, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3377 sample 2", fn=case_904, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3415 sample 2", fn=case_912, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3390 sample 0", fn=case_905, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3428 sample 0", fn=case_913, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3390 sample 1", fn=case_906, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3428 sample 1", fn=case_914, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3401 sample 0", fn=case_907, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3439 sample 0", fn=case_915, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3401 sample 1", fn=case_908, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3439 sample 1", fn=case_916, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

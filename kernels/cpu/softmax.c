@@ -19,6 +19,7 @@
 #include <omp.h>
 
 #include "kernels.h"
+#include "softmax_rows.h"
 #include "vec_math.h"
 
 #define COLS 256 /* columns per block when inner > 1: three float arrays stay in L1 */
@@ -434,4 +435,35 @@ yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_
     if (check_same_shape("log_softmax_backward_data", grad_output, output) != YT_OK)
         return YT_ERR_SHAPE;
     return run_converted(result, grad_output, output, dim, LOG_SOFTMAX);
+}
+
+/* ---------------------------------------------------------------- rows for other kernels */
+
+void
+yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        row_f32(out + r * n, x + r * n, n, SOFTMAX);
+}
+
+void
+yt__softmax_rows_f64(double *out, const double *x, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        cols_f64(out + r * n, x + r * n, n, 1, 1, SOFTMAX);
+}
+
+void
+yt__softmax_backward_rows_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        bwd_row_f32(out + r * n, g + r * n, y + r * n, n, SOFTMAX);
+}
+
+void
+yt__softmax_backward_rows_f64(double *out, const double *g, const double *y, int64_t rows,
+                              int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        bwd_cols_f64(out + r * n, g + r * n, y + r * n, n, 1, 1, SOFTMAX);
 }
