@@ -4946,12 +4946,12 @@ yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int d
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * backward, from derivatives.yaml:108:
- *   self: expand(grad, self.shape) / self.numel
+ *   self: expand(grad / self.numel, self.shape)
  */
 typedef struct mean_node {
     yt_node base;        /* must be first */
-    yt_shape self_shape; /* used by: self */
     int64_t self_numel;  /* used by: self */
+    yt_shape self_shape; /* used by: self */
 } mean_node;
 
 static yt_status
@@ -4960,8 +4960,8 @@ mean_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     mean_node *node = (mean_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        yt_tensor *t0 = yt_expand(grads[0], node->self_shape.sizes, node->self_shape.dim);
-        out[0] = yt_div_scalar(t0, yt_int(node->self_numel));
+        yt_tensor *t0 = yt_div_scalar(grads[0], yt_int(node->self_numel));
+        out[0] = yt_expand(t0, node->self_shape.sizes, node->self_shape.dim);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -4991,8 +4991,8 @@ yt__record_mean(yt_tensor *result, yt_tensor *self)
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
-    yt__shape_of(&node->self_shape, self);
     node->self_numel = self->numel;
+    yt__shape_of(&node->self_shape, self);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
