@@ -261,7 +261,8 @@ yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx)
     int64_t t0 = 0;
     if (atomic_load_explicit(&pool.done, memory_order_acquire) < n_chunks) {
         t0 = now_ns();
-        for (unsigned i = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n_chunks; i++) {
+        for (unsigned i = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n_chunks;
+             i++) {
             cpu_relax();
             if ((i & 15) == 15)
                 sched_yield(); /* the worker holding a chunk may be waiting for our core */

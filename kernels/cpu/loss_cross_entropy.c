@@ -6,6 +6,53 @@
 #include "../composite/loss.h"
 #include "factory.h"
 #include "kernels.h"
+#include "parallel.h"
+
+/* The per-row losses of one chunk of rows (independent rows: any split gives the same bits). */
+typedef struct ce_job {
+    const yt__class_layout *lay;
+    const int64_t *tg;
+    const double *w;
+    const char *xd;
+    yt_dtype dt;
+    double ls, *loss;
+    int64_t ignore_index, rows, chunks;
+} ce_job;
+
+static void
+ce_rows(void *arg, int64_t chunk)
+{
+    const ce_job *j = arg;
+    const yt__class_layout lay = *j->lay;
+    const int64_t *tg = j->tg, ignore_index = j->ignore_index;
+    const double *w = j->w, ls = j->ls;
+    const char *xd = j->xd;
+    const yt_dtype dt = j->dt;
+    double *loss = j->loss;
+    for (int64_t r = j->rows * chunk / j->chunks; r < j->rows * (chunk + 1) / j->chunks; r++) {
+        int64_t t = tg[r];
+        if (t == ignore_index) {
+            loss[r] = 0.0;
+            continue;
+        }
+        int64_t n = r / lay.inner, s = r % lay.inner;
+        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
+        double m = -INFINITY;
+        for (int64_t c = 0; c < lay.c; c++) {
+            double v = yt__load_double(xd, dt, base + c * step);
+            m = v > m || isnan(v) ? v : m;
+        }
+        double se = 0.0, smooth = 0.0;
+        for (int64_t c = 0; c < lay.c; c++)
+            se += exp(yt__load_double(xd, dt, base + c * step) - m);
+        double lse = m + log(se);
+        if (ls > 0.0)
+            for (int64_t c = 0; c < lay.c; c++)
+                smooth += w[c] * (yt__load_double(xd, dt, base + c * step) - lse);
+        double logp_t = yt__load_double(xd, dt, base + t * step) - lse;
+        loss[r] = -(1.0 - ls) * w[t] * logp_t - ls / (double)lay.c * smooth;
+    }
+}
 
 yt_status
 yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
@@ -38,29 +85,17 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
     double ls = label_smoothing, total_weight = 0.0;
     int64_t rows = lay.n * lay.inner;
 
-#pragma omp parallel for schedule(static) if (rows * lay.c >= YT_PARALLEL_GRAIN)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t t = tg[r];
-        if (t == ignore_index) {
-            loss[r] = 0.0;
-            continue;
-        }
-        int64_t n = r / lay.inner, s = r % lay.inner;
-        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
-        double m = -INFINITY;
-        for (int64_t c = 0; c < lay.c; c++) {
-            double v = yt__load_double(xd, dt, base + c * step);
-            m = v > m || isnan(v) ? v : m;
-        }
-        double se = 0.0, smooth = 0.0;
-        for (int64_t c = 0; c < lay.c; c++)
-            se += exp(yt__load_double(xd, dt, base + c * step) - m);
-        double lse = m + log(se);
-        if (ls > 0.0)
-            for (int64_t c = 0; c < lay.c; c++)
-                smooth += w[c] * (yt__load_double(xd, dt, base + c * step) - lse);
-        double logp_t = yt__load_double(xd, dt, base + t * step) - lse;
-        loss[r] = -(1.0 - ls) * w[t] * logp_t - ls / (double)lay.c * smooth;
+    {
+        int64_t work = rows * lay.c;
+        int threads = work >= YT_PARALLEL_GRAIN
+                          ? yt__parallel_threads(10.0 * (double)work, yt__max_threads())
+                          : 1;
+        ce_job j = {&lay, tg,
+                    w,    xd,
+                    dt,   ls,
+                    loss, ignore_index,
+                    rows, threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
+        yt__parallel_run(j.chunks, threads, ce_rows, &j);
     }
     for (int64_t r = 0; r < rows; r++)
         total_weight += tg[r] == ignore_index ? 0.0 : w[tg[r]];

@@ -16,9 +16,9 @@
 #pragma GCC target("avx2,fma")
 
 #include <math.h>
-#include <omp.h>
 
 #include "kernels.h"
+#include "parallel.h"
 #include "softmax_rows.h"
 #include "vec_math.h"
 
@@ -330,16 +330,31 @@ run_unit(const job *jb, int64_t u)
         bwd_cols_f32(out, a, b, g->n, g->inner, w, jb->k);
 }
 
+typedef struct units {
+    const job *jb;
+    int64_t units, chunks;
+} units;
+
+static void
+run_chunk(void *arg, int64_t c)
+{
+    const units *u = arg;
+    for (int64_t k = u->units * c / u->chunks; k < u->units * (c + 1) / u->chunks; k++)
+        run_unit(u->jb, k);
+}
+
 static void
 run_job(const job *jb)
 {
     const geom *g = &jb->g;
-    int64_t units = g->outer * ((g->inner + COLS - 1) / COLS);
+    int64_t n_units = g->outer * ((g->inner + COLS - 1) / COLS);
     int64_t numel = g->outer * g->n * g->inner;
-    int nth = numel >= YT_PARALLEL_GRAIN && units > 1 ? omp_get_max_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-    for (int64_t u = 0; u < units; u++)
-        run_unit(jb, u);
+    /* about a nanosecond per element (exp) */
+    int nth = numel >= YT_PARALLEL_GRAIN && n_units > 1
+                  ? yt__parallel_threads((double)numel, yt__max_threads())
+                  : 1;
+    units u = {jb, n_units, nth > 1 ? (n_units < 4 * nth ? n_units : 4 * nth) : 1};
+    yt__parallel_run(u.chunks, nth, run_chunk, &u);
 }
 
 /* The compute dtype: f64 stays, everything else runs in f32. */
