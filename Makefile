@@ -69,7 +69,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-codegen \
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-nn test-codegen \
         test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
@@ -147,6 +147,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
+	$(Q)$(MAKE) --no-print-directory test-nn
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
@@ -176,6 +177,18 @@ test-diff: $(BUILD)/tests/diff_runner
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
 
+# nn modules against torch.nn (tests/nn/): the same weights, inputs and upstream gradient through
+# both; outputs, gradients and running statistics must agree.
+$(BUILD)/tests/nn_runner: tests/nn/runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
+	  $(STATIC_LIB) $(LDLIBS_LIB)
+
+test-nn: $(BUILD)/tests/nn_runner
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_NN_RUNNER=$(BUILD)/tests/nn_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/nn $(ARGS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
@@ -193,7 +206,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff
+	  test-unit test-diff test-nn
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch $(BUILD)/bench/train_torch

@@ -7634,7 +7634,7 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:508:
+ * backward, from derivatives.yaml:511:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_node {
@@ -7694,7 +7694,7 @@ yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:512:
+ * backward, from derivatives.yaml:515:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_stable_node {
@@ -7754,7 +7754,7 @@ yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, i
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:516:
+ * backward, from derivatives.yaml:519:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct topk_node {
@@ -7814,7 +7814,7 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * backward, from derivatives.yaml:523:
+ * backward, from derivatives.yaml:526:
  *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  */
 typedef struct avg_pool2d_node {
@@ -7893,7 +7893,7 @@ yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:526:
+ * backward, from derivatives.yaml:529:
  *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
  */
 typedef struct adaptive_avg_pool2d_node {
@@ -7955,7 +7955,7 @@ yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * backward, from derivatives.yaml:529:
+ * backward, from derivatives.yaml:532:
  *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8043,7 +8043,7 @@ yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:533:
+ * backward, from derivatives.yaml:536:
  *   grad_output: adaptive_avg_pool2d(grad, output_size)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8111,7 +8111,7 @@ yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_outpu
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:537:
+ * backward, from derivatives.yaml:540:
  *   grad_output: max_pool2d_index_gather(grad, indices)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8182,7 +8182,7 @@ yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_o
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:541:
+ * backward, from derivatives.yaml:544:
  *   self: max_pool2d_index_scatter(grad, self.shape, indices)
  */
 typedef struct max_pool2d_index_gather_node {
@@ -8241,7 +8241,7 @@ yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:544:
+ * backward, from derivatives.yaml:547:
  *   grad: max_pool2d_index_gather(grad, indices)
  */
 typedef struct max_pool2d_index_scatter_node {
@@ -8297,7 +8297,7 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * backward, from derivatives.yaml:547:
+ * backward, from derivatives.yaml:550:
  *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
  *   bias: conv2d_backward_bias(grad)
@@ -8400,7 +8400,7 @@ yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_ten
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:552:
+ * backward, from derivatives.yaml:555:
  *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
  */
@@ -8494,7 +8494,7 @@ yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:556:
+ * backward, from derivatives.yaml:559:
  *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
  *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
  */
@@ -8588,7 +8588,7 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:560:
+ * backward, from derivatives.yaml:563:
  *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
  */
 typedef struct max_pool2d_with_indices_node {
@@ -8675,7 +8675,7 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:567:
+ * backward, from derivatives.yaml:570:
  *   input: row_norm_backward_input(grad, input, weight, center, eps)
  *   weight: row_norm_backward_weight(grad, input, center, eps)
  *   bias: row_norm_backward_bias(grad)
@@ -8788,7 +8788,7 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:573:
+ * backward, from derivatives.yaml:576:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
@@ -8892,7 +8892,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:583:
+ * backward, from derivatives.yaml:586:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -8996,7 +8996,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:588:
+ * backward, from derivatives.yaml:591:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -9073,7 +9073,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:592:
+ * backward, from derivatives.yaml:595:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9127,7 +9127,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:598:
+ * backward, from derivatives.yaml:601:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9227,7 +9227,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:603:
+ * backward, from derivatives.yaml:606:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9302,7 +9302,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:595:
+ * backward, from derivatives.yaml:598:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9355,7 +9355,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:610:
+ * backward, from derivatives.yaml:613:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9412,7 +9412,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:613:
+ * backward, from derivatives.yaml:616:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9469,7 +9469,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:616:
+ * backward, from derivatives.yaml:619:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9544,7 +9544,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:620:
+ * backward, from derivatives.yaml:623:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9619,7 +9619,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:627:
+ * backward, from derivatives.yaml:630:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */
@@ -9706,7 +9706,7 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * backward, from derivatives.yaml:645:
+ * backward, from derivatives.yaml:648:
  *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
  *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
  *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)

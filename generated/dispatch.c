@@ -538,6 +538,10 @@ const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_argsort,
 };
 
+const yt__argsort_stable_kernel_fn yt__argsort_stable_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argsort_stable,
+};
+
 const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_sort,
 };

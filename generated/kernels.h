@@ -699,6 +699,12 @@ extern const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim,
                                       bool descending);
 
+typedef yt_status (*yt__argsort_stable_kernel_fn)(yt_tensor *result, yt_tensor *self, bool stable,
+                                                  int64_t dim, bool descending);
+extern const yt__argsort_stable_kernel_fn yt__argsort_stable_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argsort_stable(yt_tensor *result, yt_tensor *self, bool stable,
+                                             int64_t dim, bool descending);
+
 typedef yt_status (*yt__sort_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                         int64_t dim, bool descending);
 extern const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT];
@@ -1163,6 +1169,9 @@ YT_INTERNAL int64_t yt__composite_cat_backward(yt_tensor *grad, int64_t dim,
 YT_INTERNAL yt_tensor *yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim);
 YT_INTERNAL int64_t yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim,
                                         yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_split_with_sizes(yt_tensor *self, const int64_t *split_sizes,
+                                                   int split_sizes_len, int64_t dim,
+                                                   yt_tensor **out, int64_t out_capacity);
 YT_INTERNAL int64_t yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim,
                                         yt_tensor **out, int64_t out_capacity);
 YT_INTERNAL int64_t yt__composite_unbind(yt_tensor *self, int64_t dim, yt_tensor **out,

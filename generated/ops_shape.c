@@ -772,8 +772,48 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
     return count;
 }
 
-/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+/* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
  * from ops.yaml:1909 */
+int64_t
+yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
+                    yt_tensor **out, int64_t out_capacity)
+{
+    return yt_split_with_sizes_ex(self, split_sizes, split_sizes_len, 0, out, out_capacity);
+}
+
+/* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
+ * from ops.yaml:1909 */
+int64_t
+yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
+                       int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "split_with_sizes: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(
+            yt__null_status("split_with_sizes", "self")); /* keeps an earlier error */
+    if (split_sizes_len < 0 || split_sizes_len > YT_MAX_DIM ||
+        (split_sizes == NULL && split_sizes_len > 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "split_with_sizes: split_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            split_sizes_len, YT_MAX_DIM));
+    if (yt__wrap_dim(&dim, self->dim, "split_with_sizes", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count =
+        yt__composite_split_with_sizes(self, split_sizes, split_sizes_len, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * from ops.yaml:1922 */
 int64_t
 yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 {
@@ -781,7 +821,7 @@ yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1909 */
+ * from ops.yaml:1922 */
 int64_t
 yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -803,7 +843,7 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1922 */
+ * from ops.yaml:1935 */
 int64_t
 yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 {
@@ -811,7 +851,7 @@ yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1922 */
+ * from ops.yaml:1935 */
 int64_t
 yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {

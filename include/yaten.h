@@ -9,6 +9,8 @@
 #include "yaten/autograd.h"
 #include "yaten/random.h"
 #include "yaten/named.h"
+#include "yaten/nn.h"
+#include "yaten/data.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif

@@ -21,11 +21,14 @@ yt_named_tensors_add(yt_named_tensors *list, const char *name, yt_tensor *t)
 {
     if (list == NULL || name == NULL || t == NULL)
         return yt__fail_status(YT_ERR_VALUE, "named_tensors_add: %s is NULL",
-                             list == NULL ? "list" : name == NULL ? "name" : "tensor");
+                               list == NULL   ? "list"
+                               : name == NULL ? "name"
+                                              : "tensor");
     if (name[0] == '\0')
         return yt__fail_status(YT_ERR_VALUE, "named_tensors_add: the name is empty");
     if (yt_named_tensors_find(list, name) >= 0)
-        return yt__fail_status(YT_ERR_VALUE, "named_tensors_add: '%s' is already in the list", name);
+        return yt__fail_status(YT_ERR_VALUE, "named_tensors_add: '%s' is already in the list",
+                               name);
     if (list->count == list->capacity) {
         int64_t cap = list->capacity ? 2 * list->capacity : 16;
         char **names = realloc(list->names, sizeof(char *) * (size_t)cap);
@@ -51,7 +54,8 @@ yt_tensor *
 yt_named_tensors_get(const yt_named_tensors *list, const char *name)
 {
     int64_t i = yt_named_tensors_find(list, name);
-    return i < 0 ? NULL : yt_retain(list->tensors[i]);
+    /* a new reference like any other: the open scope owns it */
+    return i < 0 ? NULL : yt__scope_track(yt_retain(list->tensors[i]));
 }
 
 void

@@ -13064,7 +13064,95 @@ error_split_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1417(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {2, 3};
+    yt_tensor *pieces[64];
+    if (yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, pieces, 64), pieces,
+                           inputs[0]);
+}
+
+static yt_tensor *
+error_split_with_sizes_1418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {2, 3};
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_with_sizes_1419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {1, 0, 5};
+    yt_tensor *pieces[64];
+    if (yt_split_with_sizes_ex(inputs[0], split_sizes, 3, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_with_sizes_ex(inputs[0], split_sizes, 3, 1, pieces, 64), pieces,
+                           inputs[0]);
+}
+
+static yt_tensor *
+error_split_with_sizes_1420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {1, 0, 5};
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_with_sizes_ex(inputs[0], split_sizes, 3, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_with_sizes_1421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {1, 3};
+    yt_tensor *pieces[64];
+    if (yt_split_with_sizes_ex(inputs[0], split_sizes, 2, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_with_sizes_ex(inputs[0], split_sizes, 2, -1, pieces, 64),
+                           pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_with_sizes_1422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {1, 3};
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_with_sizes_ex(inputs[0], split_sizes, 2, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_with_sizes_1423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {0, 0};
+    yt_tensor *pieces[64];
+    if (yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, pieces, 64), pieces,
+                           inputs[0]);
+}
+
+static yt_tensor *
+error_split_with_sizes_1424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t split_sizes[] = {0, 0};
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_with_sizes_ex(inputs[0], split_sizes, 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13074,7 +13162,7 @@ call_chunk_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1418(yt_tensor *const *inputs, void *ctx)
+error_chunk_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13083,7 +13171,7 @@ error_chunk_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1419(yt_tensor *const *inputs, void *ctx)
+call_chunk_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13093,7 +13181,7 @@ call_chunk_1419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1420(yt_tensor *const *inputs, void *ctx)
+error_chunk_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13102,7 +13190,7 @@ error_chunk_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1421(yt_tensor *const *inputs, void *ctx)
+call_chunk_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13112,7 +13200,7 @@ call_chunk_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1422(yt_tensor *const *inputs, void *ctx)
+error_chunk_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13121,7 +13209,7 @@ error_chunk_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1423(yt_tensor *const *inputs, void *ctx)
+call_chunk_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13131,7 +13219,7 @@ call_chunk_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1424(yt_tensor *const *inputs, void *ctx)
+error_chunk_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13140,7 +13228,7 @@ error_chunk_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1425(yt_tensor *const *inputs, void *ctx)
+call_unbind_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13150,7 +13238,7 @@ call_unbind_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1426(yt_tensor *const *inputs, void *ctx)
+error_unbind_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13159,7 +13247,7 @@ error_unbind_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1427(yt_tensor *const *inputs, void *ctx)
+call_unbind_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13169,7 +13257,7 @@ call_unbind_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1428(yt_tensor *const *inputs, void *ctx)
+error_unbind_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13178,7 +13266,7 @@ error_unbind_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1429(yt_tensor *const *inputs, void *ctx)
+call_unbind_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13188,7 +13276,7 @@ call_unbind_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1430(yt_tensor *const *inputs, void *ctx)
+error_unbind_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13197,7 +13285,7 @@ error_unbind_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1431(yt_tensor *const *inputs, void *ctx)
+call_unbind_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13207,84 +13295,12 @@ call_unbind_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1432(yt_tensor *const *inputs, void *ctx)
+error_unbind_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
     int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
     return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
-}
-
-static yt_tensor *
-call_index_select_1433(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
-}
-
-static yt_tensor *
-out_index_select_1434(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_select_1435(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_select(inputs[0], 1, inputs[1]);
-}
-
-static yt_tensor *
-out_index_select_1436(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_select_1437(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_select(inputs[0], 1, inputs[1]);
-}
-
-static yt_tensor *
-out_index_select_1438(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_select_1439(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
-}
-
-static yt_tensor *
-out_index_select_1440(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -13309,11 +13325,47 @@ static yt_tensor *
 call_index_select_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
+    return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
 out_index_select_1444(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1446(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1448(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13324,93 +13376,53 @@ out_index_select_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1445(yt_tensor *const *inputs, void *ctx)
+call_index_select_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1446(yt_tensor *const *inputs, void *ctx)
+out_index_select_1450(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1452(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_1453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
-}
-
-static yt_tensor *
-call_index_add_1447(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-out_index_add_1448(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_add_1449(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
-}
-
-static yt_tensor *
-out_index_add_1450(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_add_1451(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-out_index_add_1452(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_add_1453(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-out_index_add_1454(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -13433,28 +13445,104 @@ out_index_add_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1457(yt_tensor *const *inputs, void *ctx)
+call_index_add_1457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
+}
+
+static yt_tensor *
+out_index_add_1458(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1458(yt_tensor *const *inputs, void *ctx)
+out_index_add_1460(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1462(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1464(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_1465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1459(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1460(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1468(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13465,14 +13553,14 @@ out_index_copy_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1461(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1462(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1470(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13483,14 +13571,14 @@ out_index_copy_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1463(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1464(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1472(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13501,28 +13589,28 @@ out_index_copy_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1465(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1466(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1467(yt_tensor *const *inputs, void *ctx)
+call_gather_1475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1468(yt_tensor *const *inputs, void *ctx)
+out_gather_1476(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13533,14 +13621,14 @@ out_gather_1468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1469(yt_tensor *const *inputs, void *ctx)
+call_gather_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1470(yt_tensor *const *inputs, void *ctx)
+out_gather_1478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13551,14 +13639,14 @@ out_gather_1470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1471(yt_tensor *const *inputs, void *ctx)
+call_gather_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1472(yt_tensor *const *inputs, void *ctx)
+out_gather_1480(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13569,14 +13657,14 @@ out_gather_1472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1473(yt_tensor *const *inputs, void *ctx)
+call_gather_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1474(yt_tensor *const *inputs, void *ctx)
+out_gather_1482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13587,14 +13675,14 @@ out_gather_1474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1475(yt_tensor *const *inputs, void *ctx)
+call_gather_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1476(yt_tensor *const *inputs, void *ctx)
+out_gather_1484(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13605,28 +13693,28 @@ out_gather_1476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1477(yt_tensor *const *inputs, void *ctx)
+error_gather_1485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1478(yt_tensor *const *inputs, void *ctx)
+error_gather_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1479(yt_tensor *const *inputs, void *ctx)
+call_scatter_1487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1480(yt_tensor *const *inputs, void *ctx)
+out_scatter_1488(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13637,14 +13725,14 @@ out_scatter_1480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1481(yt_tensor *const *inputs, void *ctx)
+call_scatter_1489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1482(yt_tensor *const *inputs, void *ctx)
+out_scatter_1490(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13655,14 +13743,14 @@ out_scatter_1482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1483(yt_tensor *const *inputs, void *ctx)
+call_scatter_1491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1484(yt_tensor *const *inputs, void *ctx)
+out_scatter_1492(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13673,14 +13761,14 @@ out_scatter_1484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1485(yt_tensor *const *inputs, void *ctx)
+call_scatter_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1486(yt_tensor *const *inputs, void *ctx)
+out_scatter_1494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13691,28 +13779,28 @@ out_scatter_1486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1487(yt_tensor *const *inputs, void *ctx)
+error_scatter_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1488(yt_tensor *const *inputs, void *ctx)
+error_scatter_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1489(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1490(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1498(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -13723,14 +13811,14 @@ out_scatter_value_1490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1491(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1492(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1500(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -13741,14 +13829,14 @@ out_scatter_value_1492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1493(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1494(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1502(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -13759,28 +13847,28 @@ out_scatter_value_1494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1495(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1496(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1497(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1498(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1506(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13791,14 +13879,14 @@ out_scatter_add_1498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1499(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1500(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1508(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13809,14 +13897,14 @@ out_scatter_add_1500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1501(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1502(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -13827,14 +13915,14 @@ out_scatter_add_1502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1503(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1504(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13845,14 +13933,14 @@ out_scatter_add_1504(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1505(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1506(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1514(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13863,238 +13951,252 @@ out_scatter_add_1506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1507(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1508(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_1509(yt_tensor *const *inputs, void *ctx)
+call_embedding_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1510(yt_tensor *const *inputs, void *ctx)
+call_embedding_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1511(yt_tensor *const *inputs, void *ctx)
+call_embedding_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1512(yt_tensor *const *inputs, void *ctx)
+call_embedding_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1513(yt_tensor *const *inputs, void *ctx)
+error_embedding_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1514(yt_tensor *const *inputs, void *ctx)
+error_embedding_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1515(yt_tensor *const *inputs, void *ctx)
+error_embedding_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1516(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1517(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1518(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1519(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1520(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1521(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1522(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1523(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_1524(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1525(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1526(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1527(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1528(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1529(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1530(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1531(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1532(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1533(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1534(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1535(yt_tensor *const *inputs, void *ctx)
+call_argsort_1543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1536(yt_tensor *const *inputs, void *ctx)
+call_argsort_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_1537(yt_tensor *const *inputs, void *ctx)
+call_argsort_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_1538(yt_tensor *const *inputs, void *ctx)
+call_argsort_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1539(yt_tensor *const *inputs, void *ctx)
+call_argsort_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_index_1540(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_stable_ex(inputs[0], true, -1, false);
+}
+
+static yt_tensor *
+call_argsort_stable_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_stable_ex(inputs[0], false, 0, true);
+}
+
+static yt_tensor *
+call_index_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14102,7 +14204,7 @@ call_index_1540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1541(yt_tensor *const *inputs, void *ctx)
+call_index_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14110,7 +14212,7 @@ call_index_1541(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1542(yt_tensor *const *inputs, void *ctx)
+call_index_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
@@ -14118,7 +14220,7 @@ call_index_1542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1543(yt_tensor *const *inputs, void *ctx)
+call_index_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14126,7 +14228,7 @@ call_index_1543(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1544(yt_tensor *const *inputs, void *ctx)
+call_index_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14134,7 +14236,7 @@ call_index_1544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1545(yt_tensor *const *inputs, void *ctx)
+call_index_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14142,7 +14244,7 @@ call_index_1545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1546(yt_tensor *const *inputs, void *ctx)
+call_index_put_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14150,7 +14252,7 @@ call_index_put_1546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1547(yt_tensor *const *inputs, void *ctx)
+call_index_put_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14158,7 +14260,7 @@ call_index_put_1547(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1548(yt_tensor *const *inputs, void *ctx)
+call_index_put_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14166,7 +14268,7 @@ call_index_put_1548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1549(yt_tensor *const *inputs, void *ctx)
+call_index_put_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14174,7 +14276,7 @@ call_index_put_1549(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1550(yt_tensor *const *inputs, void *ctx)
+call_index_put_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14182,7 +14284,7 @@ call_index_put_1550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1551(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14193,7 +14295,7 @@ call_sort_values_1551(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1552(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14204,7 +14306,7 @@ call_sort_indices_1552(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1553(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14215,7 +14317,7 @@ call_sort_values_1553(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1554(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14226,7 +14328,7 @@ call_sort_indices_1554(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1555(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14237,7 +14339,7 @@ call_sort_values_1555(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1556(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14248,7 +14350,7 @@ call_sort_indices_1556(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1557(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14259,7 +14361,7 @@ call_sort_values_1557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1558(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14270,7 +14372,7 @@ call_sort_indices_1558(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1559(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14281,7 +14383,7 @@ call_sort_values_1559(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1560(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14292,7 +14394,7 @@ call_sort_indices_1560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1561(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14304,7 +14406,7 @@ call_sort_stable_values_1561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1562(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14316,7 +14418,7 @@ call_sort_stable_indices_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1563(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14328,7 +14430,7 @@ call_sort_stable_values_1563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1564(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14340,7 +14442,7 @@ call_sort_stable_indices_1564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1565(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14351,7 +14453,7 @@ call_topk_values_1565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1566(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14362,7 +14464,7 @@ call_topk_indices_1566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1567(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14373,7 +14475,7 @@ call_topk_values_1567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1568(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14384,7 +14486,7 @@ call_topk_indices_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1569(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14395,7 +14497,7 @@ call_topk_values_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1570(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14406,7 +14508,7 @@ call_topk_indices_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1571(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14417,7 +14519,7 @@ call_topk_values_1571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1572(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14428,7 +14530,7 @@ call_topk_indices_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1573(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14439,7 +14541,7 @@ call_topk_values_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1574(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14450,7 +14552,7 @@ call_topk_indices_1574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1575(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14460,7 +14562,7 @@ call_avg_pool2d_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1576(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14470,7 +14572,7 @@ call_avg_pool2d_1576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1577(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14480,7 +14582,7 @@ call_avg_pool2d_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1578(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14488,7 +14590,7 @@ call_avg_pool2d_1578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1579(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14496,7 +14598,7 @@ error_avg_pool2d_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1580(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14504,7 +14606,7 @@ error_avg_pool2d_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1581(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14514,7 +14616,7 @@ error_avg_pool2d_1581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1582(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14522,7 +14624,7 @@ call_adaptive_avg_pool2d_1582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1583(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14530,7 +14632,7 @@ call_adaptive_avg_pool2d_1583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1584(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14538,7 +14640,7 @@ call_adaptive_avg_pool2d_1584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1585(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14546,7 +14648,7 @@ call_adaptive_avg_pool2d_1585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1586(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14554,14 +14656,14 @@ error_adaptive_avg_pool2d_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1587(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14569,7 +14671,7 @@ error_adaptive_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1589(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14580,7 +14682,7 @@ call_avg_pool2d_backward_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1590(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14591,7 +14693,7 @@ call_avg_pool2d_backward_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1591(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14602,7 +14704,7 @@ error_avg_pool2d_backward_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1592(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14610,7 +14712,7 @@ call_adaptive_avg_pool2d_backward_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1593(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14618,14 +14720,14 @@ error_adaptive_avg_pool2d_backward_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1594(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1595(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14635,7 +14737,7 @@ call_conv2d_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1596(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14644,7 +14746,7 @@ call_conv2d_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1597(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -14652,14 +14754,14 @@ call_conv2d_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1598(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1599(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -14668,42 +14770,42 @@ call_conv2d_1599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_1600(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1601(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1602(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_1603(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1604(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1605(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -14711,7 +14813,7 @@ call_conv2d_padding_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1606(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14719,21 +14821,21 @@ call_conv2d_padding_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1607(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1608(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1609(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -14741,21 +14843,21 @@ error_conv2d_padding_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1610(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1611(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1612(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14765,28 +14867,28 @@ call_conv1d_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1613(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1614(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1615(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1616(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -14794,14 +14896,14 @@ error_conv1d_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1617(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1618(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14809,21 +14911,21 @@ call_conv1d_padding_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1619(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1620(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1621(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14832,7 +14934,7 @@ error_conv1d_padding_1621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1622(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14840,7 +14942,7 @@ error_conv1d_padding_1622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1623(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -14848,7 +14950,7 @@ call_conv_transpose2d_1623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1624(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -14860,7 +14962,7 @@ call_conv_transpose2d_1624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1625(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14869,7 +14971,7 @@ call_conv_transpose2d_1625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1626(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14879,7 +14981,7 @@ call_conv_transpose2d_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1627(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -14887,7 +14989,7 @@ error_conv_transpose2d_1627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1628(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -14895,7 +14997,7 @@ error_conv_transpose2d_1628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1629(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -14903,7 +15005,7 @@ error_conv_transpose2d_1629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1630(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -14911,7 +15013,7 @@ error_conv_transpose2d_1630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1631(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -14923,7 +15025,7 @@ call_conv2d_backward_input_1631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1632(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -14935,7 +15037,7 @@ call_conv2d_backward_input_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1633(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -14947,7 +15049,7 @@ error_conv2d_backward_input_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1634(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -14959,7 +15061,7 @@ call_conv2d_backward_weight_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1635(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -14971,7 +15073,7 @@ call_conv2d_backward_weight_1635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1636(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -14983,35 +15085,35 @@ error_conv2d_backward_weight_1636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1637(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1638(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1639(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1640(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1641(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15024,7 +15126,7 @@ call_max_pool2d_with_indices_values_1641(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1642(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15037,7 +15139,7 @@ call_max_pool2d_with_indices_indices_1642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1643(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15053,7 +15155,7 @@ call_max_pool2d_with_indices_values_1643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1644(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15069,7 +15171,7 @@ call_max_pool2d_with_indices_indices_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1645(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15084,7 +15186,7 @@ call_max_pool2d_with_indices_values_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1646(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15099,7 +15201,7 @@ call_max_pool2d_with_indices_indices_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1647(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15112,7 +15214,7 @@ call_max_pool2d_with_indices_values_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1648(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15125,7 +15227,7 @@ call_max_pool2d_with_indices_indices_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1649(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15138,7 +15240,7 @@ error_max_pool2d_with_indices_1649(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1650(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15150,7 +15252,7 @@ error_max_pool2d_with_indices_1650(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1651(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15163,7 +15265,7 @@ error_max_pool2d_with_indices_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1652(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15171,7 +15273,7 @@ call_max_pool2d_1652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1653(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15182,7 +15284,7 @@ call_max_pool2d_1653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1654(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15192,7 +15294,7 @@ call_max_pool2d_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1655(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15200,14 +15302,14 @@ error_max_pool2d_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1656(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1657(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15215,7 +15317,7 @@ error_max_pool2d_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1658(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15223,7 +15325,7 @@ call_layer_norm_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1659(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15231,7 +15333,7 @@ call_layer_norm_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1660(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15239,7 +15341,7 @@ call_layer_norm_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1661(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15247,7 +15349,7 @@ call_layer_norm_1661(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1662(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15255,14 +15357,14 @@ call_layer_norm_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1663(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1664(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15270,7 +15372,7 @@ error_layer_norm_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1665(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15278,7 +15380,7 @@ error_layer_norm_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1666(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15286,7 +15388,7 @@ error_layer_norm_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1667(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15294,91 +15396,91 @@ error_layer_norm_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1668(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1669(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1670(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1671(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1672(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1673(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1674(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1675(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1676(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1677(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1678(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1679(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1680(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15386,7 +15488,7 @@ call_rms_norm_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1681(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15395,7 +15497,7 @@ call_rms_norm_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1682(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15404,7 +15506,7 @@ call_rms_norm_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1683(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15412,14 +15514,14 @@ call_rms_norm_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1684(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1685(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15427,7 +15529,7 @@ error_rms_norm_1685(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1686(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15435,7 +15537,7 @@ error_rms_norm_1686(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1687(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15443,28 +15545,28 @@ error_rms_norm_1687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1688(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1689(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1690(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1691(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15472,7 +15574,7 @@ call_batch_norm_1691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1692(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15480,7 +15582,7 @@ call_batch_norm_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15488,252 +15590,252 @@ call_batch_norm_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1694(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1695(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1696(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1697(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1698(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1699(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1700(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1701(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1702(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1704(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1706(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1707(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1708(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1709(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1710(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1711(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1712(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1713(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1714(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1715(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1716(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1717(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1718(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1719(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1720(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1721(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1722(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1723(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1724(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1725(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1726(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1727(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1728(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1729(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15746,42 +15848,42 @@ error_row_norm_backward_1729(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1730(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1731(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1732(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1733(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1734(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1735(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15789,7 +15891,7 @@ error_batch_norm_backward_bias_backward_1735(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1736(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15797,532 +15899,532 @@ error_batch_norm_backward_bias_backward_1736(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1737(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1738(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1739(yt_tensor *const *inputs, void *ctx)
+call_softmax_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1740(yt_tensor *const *inputs, void *ctx)
+call_softmax_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1741(yt_tensor *const *inputs, void *ctx)
+call_softmax_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1742(yt_tensor *const *inputs, void *ctx)
+call_softmax_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1743(yt_tensor *const *inputs, void *ctx)
+call_softmax_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1744(yt_tensor *const *inputs, void *ctx)
+error_softmax_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1745(yt_tensor *const *inputs, void *ctx)
+error_softmax_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1746(yt_tensor *const *inputs, void *ctx)
+error_softmax_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1747(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1748(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1749(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1750(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1751(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1752(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1753(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1754(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1755(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1756(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1757(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1758(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1759(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1760(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1761(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1762(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1763(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1764(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1765(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1766(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1767(yt_tensor *const *inputs, void *ctx)
+call_dropout_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1768(yt_tensor *const *inputs, void *ctx)
+call_dropout_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1769(yt_tensor *const *inputs, void *ctx)
+call_dropout_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1770(yt_tensor *const *inputs, void *ctx)
+call_dropout_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1771(yt_tensor *const *inputs, void *ctx)
+call_dropout_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1772(yt_tensor *const *inputs, void *ctx)
+error_dropout_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1773(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1774(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1775(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1776(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1777(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1778(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1779(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1780(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1781(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1782(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1783(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1784(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1785(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1786(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1787(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1788(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1789(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1790(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1793(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1795(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1796(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1797(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1798(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1799(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1800(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1801(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1802(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1803(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1804(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1805(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1806(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1807(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1808(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1809(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1810(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1811(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1812(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16330,28 +16432,28 @@ call_binary_cross_entropy_with_logits_1812(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1813(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1814(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1815(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1816(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16359,245 +16461,245 @@ error_binary_cross_entropy_with_logits_1816(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1817(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1818(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1819(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1820(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1821(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1822(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1823(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1824(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1825(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1826(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1827(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1828(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1829(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1830(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1831(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1832(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1833(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1834(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1835(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1836(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1837(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
-}
-
-static yt_tensor *
 call_cross_entropy_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1844(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1846(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1847(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1848(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1844(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1845(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1846(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1847(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1848(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1849(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1850(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1851(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16605,7 +16707,7 @@ call_scaled_dot_product_attention_1851(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1852(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16613,7 +16715,7 @@ call_scaled_dot_product_attention_1852(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1853(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16621,7 +16723,7 @@ call_scaled_dot_product_attention_1853(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1854(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -16629,7 +16731,7 @@ call_scaled_dot_product_attention_1854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1855(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16637,7 +16739,7 @@ call_scaled_dot_product_attention_1855(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1856(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16645,7 +16747,7 @@ call_scaled_dot_product_attention_1856(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1857(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16653,7 +16755,7 @@ call_scaled_dot_product_attention_1857(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1858(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16661,7 +16763,7 @@ error_scaled_dot_product_attention_1858(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1859(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16669,7 +16771,7 @@ error_scaled_dot_product_attention_1859(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1860(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16677,7 +16779,7 @@ error_scaled_dot_product_attention_1860(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1861(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16685,7 +16787,7 @@ error_scaled_dot_product_attention_1861(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16693,7 +16795,7 @@ error_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16701,7 +16803,7 @@ error_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1864(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16713,7 +16815,7 @@ call_scaled_dot_product_attention_math_output_1864(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1865(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16725,7 +16827,7 @@ call_scaled_dot_product_attention_math_attn_1865(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1866(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16737,7 +16839,7 @@ call_scaled_dot_product_attention_math_output_1866(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1867(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16749,7 +16851,7 @@ call_scaled_dot_product_attention_math_attn_1867(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1868(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16761,7 +16863,7 @@ call_scaled_dot_product_attention_math_output_1868(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1869(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16773,7 +16875,7 @@ call_scaled_dot_product_attention_math_attn_1869(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1870(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16785,7 +16887,7 @@ call_scaled_dot_product_attention_math_output_1870(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1871(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16797,7 +16899,7 @@ call_scaled_dot_product_attention_math_attn_1871(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1872(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16809,7 +16911,7 @@ error_scaled_dot_product_attention_math_1872(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1873(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16821,7 +16923,7 @@ error_scaled_dot_product_attention_math_1873(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1874(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16833,7 +16935,7 @@ error_scaled_dot_product_attention_math_1874(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1875(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16845,7 +16947,7 @@ error_scaled_dot_product_attention_math_1875(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1876(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16857,7 +16959,7 @@ error_scaled_dot_product_attention_math_1876(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1877(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16871,7 +16973,7 @@ error_scaled_dot_product_attention_math_backward_1877(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1878(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16885,7 +16987,7 @@ error_scaled_dot_product_attention_math_backward_1878(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1879(yt_tensor *const *inputs, void *ctx)
+call_empty_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16894,7 +16996,7 @@ call_empty_1879(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1880(yt_tensor *const *inputs, void *ctx)
+call_empty_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16903,7 +17005,7 @@ call_empty_1880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1881(yt_tensor *const *inputs, void *ctx)
+call_empty_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16911,7 +17013,7 @@ call_empty_1881(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1882(yt_tensor *const *inputs, void *ctx)
+call_zeros_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16920,7 +17022,7 @@ call_zeros_1882(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1883(yt_tensor *const *inputs, void *ctx)
+call_ones_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16929,7 +17031,7 @@ call_ones_1883(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1884(yt_tensor *const *inputs, void *ctx)
+call_full_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16938,7 +17040,7 @@ call_full_1884(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1885(yt_tensor *const *inputs, void *ctx)
+call_full_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16947,7 +17049,7 @@ call_full_1885(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1886(yt_tensor *const *inputs, void *ctx)
+call_full_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -16956,77 +17058,77 @@ call_full_1886(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1887(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1888(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1889(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1890(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1891(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1892(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1893(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1894(yt_tensor *const *inputs, void *ctx)
+call_full_like_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1895(yt_tensor *const *inputs, void *ctx)
+call_full_like_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1896(yt_tensor *const *inputs, void *ctx)
+call_full_like_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1897(yt_tensor *const *inputs, void *ctx)
+call_arange_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17034,7 +17136,7 @@ call_arange_1897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1898(yt_tensor *const *inputs, void *ctx)
+call_linspace_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17042,7 +17144,7 @@ call_linspace_1898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1899(yt_tensor *const *inputs, void *ctx)
+call_linspace_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17050,7 +17152,7 @@ call_linspace_1899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1900(yt_tensor *const *inputs, void *ctx)
+call_linspace_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17058,7 +17160,7 @@ call_linspace_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1901(yt_tensor *const *inputs, void *ctx)
+call_eye_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17066,7 +17168,7 @@ call_eye_1901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1902(yt_tensor *const *inputs, void *ctx)
+call_eye_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17074,7 +17176,7 @@ call_eye_1902(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1903(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17082,7 +17184,7 @@ call_eye_m_1903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1904(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17090,7 +17192,7 @@ call_eye_m_1904(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1905(yt_tensor *const *inputs, void *ctx)
+call_rand_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17099,7 +17201,7 @@ call_rand_1905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1906(yt_tensor *const *inputs, void *ctx)
+error_rand_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17108,7 +17210,7 @@ error_rand_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1907(yt_tensor *const *inputs, void *ctx)
+call_randn_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17117,7 +17219,7 @@ call_randn_1907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1908(yt_tensor *const *inputs, void *ctx)
+error_randn_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17126,35 +17228,35 @@ error_randn_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1909(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1910(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1911(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1912(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1913(yt_tensor *const *inputs, void *ctx)
+call_randint_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17163,7 +17265,7 @@ call_randint_1913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1914(yt_tensor *const *inputs, void *ctx)
+call_randint_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17172,7 +17274,7 @@ call_randint_1914(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1915(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17181,7 +17283,7 @@ call_randint_low_1915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1916(yt_tensor *const *inputs, void *ctx)
+call_randperm_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17189,7 +17291,7 @@ call_randperm_1916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1917(yt_tensor *const *inputs, void *ctx)
+call_randperm_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17197,14 +17299,14 @@ call_randperm_1917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1918(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1919(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17216,14 +17318,14 @@ inplace_bernoulli_p_1919(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1920(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1921(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17235,14 +17337,14 @@ inplace_bernoulli_p_1921(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1922(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1923(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17254,14 +17356,14 @@ inplace_bernoulli_p_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1924(yt_tensor *const *inputs, void *ctx)
+call_normal_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1925(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17273,14 +17375,14 @@ inplace_normal_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1926(yt_tensor *const *inputs, void *ctx)
+call_normal_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1927(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17292,14 +17394,14 @@ inplace_normal_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1928(yt_tensor *const *inputs, void *ctx)
+call_normal_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1929(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17311,21 +17413,21 @@ inplace_normal_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1930(yt_tensor *const *inputs, void *ctx)
+error_normal_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1931(yt_tensor *const *inputs, void *ctx)
+call_uniform_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1932(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17337,14 +17439,14 @@ inplace_uniform_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1933(yt_tensor *const *inputs, void *ctx)
+call_uniform_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1934(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17356,14 +17458,14 @@ inplace_uniform_1934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1935(yt_tensor *const *inputs, void *ctx)
+call_uniform_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1936(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17375,35 +17477,35 @@ inplace_uniform_1936(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1937(yt_tensor *const *inputs, void *ctx)
+error_uniform_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1938(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1939(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1940(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1941(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17411,7 +17513,7 @@ call_sum_to_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1942(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17419,7 +17521,7 @@ call_sum_to_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1943(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -24605,34 +24707,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .where = "ops.yaml:1916 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1417,
+        .call = call_split_with_sizes_1417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .where = "ops.yaml:1916 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1419,
+        .call = call_split_with_sizes_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .where = "ops.yaml:1916 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1421,
+        .call = call_split_with_sizes_1421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split_with_sizes",
+        .where = "ops.yaml:1916 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_with_sizes_1423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24640,44 +24753,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1916 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1423,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "unbind.int",
         .where = "ops.yaml:1929 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1425,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "unbind.int",
+        .op = "chunk",
         .where = "ops.yaml:1929 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1427,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "unbind.int",
+        .op = "chunk",
         .where = "ops.yaml:1929 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1429,
+        .call = call_chunk_1429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1929 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24685,10 +24798,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1929 sample 3",
+        .where = "ops.yaml:1942 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1942 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1435,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1942 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_1437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1942 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1431,
+        .call = call_unbind_1439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24696,59 +24843,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1946 sample 0",
+        .where = "ops.yaml:1959 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1433,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1434,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1946 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1435,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1436,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1946 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1437,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1438,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1946 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1439,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1440,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1946 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_index_select_1441,
         .call_inplace = NULL,
         .call_out = out_index_select_1442,
@@ -24757,10 +24855,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1946 sample 5",
+        .where = "ops.yaml:1959 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
         .call = call_index_select_1443,
         .call_inplace = NULL,
         .call_out = out_index_select_1444,
@@ -24768,66 +24866,61 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "index_select",
+        .where = "ops.yaml:1959 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
+        .call = call_index_select_1445,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1446,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1959 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_index_select_1447,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1448,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1959 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_1449,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1450,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1959 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_1451,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1452,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "index_add",
-        .where = "ops.yaml:1970 sample 0",
+        .where = "ops.yaml:1983 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1447,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1448,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:1970 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1449,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1450,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:1970 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .inputs[2] =
-            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1451,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1452,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:1970 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1453,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1454,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:1970 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
-        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_index_add_1455,
         .call_inplace = NULL,
         .call_out = out_index_add_1456,
@@ -24835,100 +24928,105 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "index_copy",
-        .where = "ops.yaml:1985 sample 0",
+        .op = "index_add",
+        .where = "ops.yaml:1983 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1459,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1457,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1460,
+        .call_out = out_index_add_1458,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1983 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_index_add_1459,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1460,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1983 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1461,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1462,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1983 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1463,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1464,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1985 sample 1",
+        .where = "ops.yaml:1998 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1467,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1468,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1998 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1461,
+        .call = call_index_copy_1469,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1462,
+        .call_out = out_index_copy_1470,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1985 sample 2",
+        .where = "ops.yaml:1998 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1463,
+        .call = call_index_copy_1471,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1464,
+        .call_out = out_index_copy_1472,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1998 sample 0",
+        .where = "ops.yaml:2011 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1467,
-        .call_inplace = NULL,
-        .call_out = out_gather_1468,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:1998 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1469,
-        .call_inplace = NULL,
-        .call_out = out_gather_1470,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:1998 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1471,
-        .call_inplace = NULL,
-        .call_out = out_gather_1472,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:1998 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1473,
-        .call_inplace = NULL,
-        .call_out = out_gather_1474,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:1998 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .call = call_gather_1475,
         .call_inplace = NULL,
         .call_out = out_gather_1476,
@@ -24936,156 +25034,151 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "scatter.src",
-        .where = "ops.yaml:2021 sample 0",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1479,
+        .op = "gather",
+        .where = "ops.yaml:2011 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_gather_1477,
         .call_inplace = NULL,
-        .call_out = out_scatter_1480,
+        .call_out = out_gather_1478,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:2011 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1479,
+        .call_inplace = NULL,
+        .call_out = out_gather_1480,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:2011 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_1481,
+        .call_inplace = NULL,
+        .call_out = out_gather_1482,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:2011 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_1483,
+        .call_inplace = NULL,
+        .call_out = out_gather_1484,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2021 sample 1",
+        .where = "ops.yaml:2034 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1487,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1488,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:2034 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1481,
+        .call = call_scatter_1489,
         .call_inplace = NULL,
-        .call_out = out_scatter_1482,
+        .call_out = out_scatter_1490,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2021 sample 2",
+        .where = "ops.yaml:2034 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1483,
+        .call = call_scatter_1491,
         .call_inplace = NULL,
-        .call_out = out_scatter_1484,
+        .call_out = out_scatter_1492,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2021 sample 3",
+        .where = "ops.yaml:2034 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1485,
+        .call = call_scatter_1493,
         .call_inplace = NULL,
-        .call_out = out_scatter_1486,
+        .call_out = out_scatter_1494,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2042 sample 0",
+        .where = "ops.yaml:2055 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1489,
+        .call = call_scatter_value_1497,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1490,
+        .call_out = out_scatter_value_1498,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2042 sample 1",
+        .where = "ops.yaml:2055 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1491,
+        .call = call_scatter_value_1499,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1492,
+        .call_out = out_scatter_value_1500,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2042 sample 2",
+        .where = "ops.yaml:2055 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1493,
+        .call = call_scatter_value_1501,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1494,
+        .call_out = out_scatter_value_1502,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2055 sample 0",
+        .where = "ops.yaml:2068 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1497,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1498,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2055 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1499,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1500,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2055 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] =
-            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1501,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1502,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2055 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1503,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1504,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2055 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_add_1505,
         .call_inplace = NULL,
         .call_out = out_scatter_add_1506,
@@ -25093,13 +25186,67 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "scatter_add",
+        .where = "ops.yaml:2068 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1507,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1508,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:2068 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_scatter_add_1509,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1510,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:2068 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1511,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1512,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:2068 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1513,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1514,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "embedding",
-        .where = "ops.yaml:2074 sample 0",
+        .where = "ops.yaml:2087 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1509,
+        .call = call_embedding_1517,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25107,7 +25254,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2074 sample 1",
+        .where = "ops.yaml:2087 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25117,7 +25264,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1510,
+        .call = call_embedding_1518,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25125,11 +25272,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2074 sample 2",
+        .where = "ops.yaml:2087 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1511,
+        .call = call_embedding_1519,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25137,11 +25284,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2074 sample 3",
+        .where = "ops.yaml:2087 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1512,
+        .call = call_embedding_1520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25149,12 +25296,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2088 sample 0",
+        .where = "ops.yaml:2101 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1516,
+        .call = call_embedding_dense_backward_1524,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25162,11 +25309,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2088 sample 1",
+        .where = "ops.yaml:2101 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1517,
+        .call = call_embedding_dense_backward_1525,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25174,10 +25321,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2115 sample 0",
+        .where = "ops.yaml:2128 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1519,
+        .call = call_one_hot_1527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25185,10 +25332,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2115 sample 1",
+        .where = "ops.yaml:2128 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1520,
+        .call = call_one_hot_1528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25196,10 +25343,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2115 sample 2",
+        .where = "ops.yaml:2128 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1521,
+        .call = call_one_hot_1529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25207,10 +25354,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2115 sample 3",
+        .where = "ops.yaml:2128 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1522,
+        .call = call_one_hot_1530,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25218,10 +25365,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2127 sample 0",
+        .where = "ops.yaml:2140 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1524,
+        .call = call_nonzero_1532,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25229,11 +25376,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2127 sample 1",
+        .where = "ops.yaml:2140 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1525,
+        .call = call_nonzero_1533,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25241,10 +25388,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2127 sample 2",
+        .where = "ops.yaml:2140 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1526,
+        .call = call_nonzero_1534,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25252,10 +25399,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2127 sample 3",
+        .where = "ops.yaml:2140 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1527,
+        .call = call_nonzero_1535,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25263,11 +25410,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2140 sample 0",
+        .where = "ops.yaml:2153 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1528,
+        .call = call_masked_select_1536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25275,11 +25422,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2140 sample 1",
+        .where = "ops.yaml:2153 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1529,
+        .call = call_masked_select_1537,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25287,12 +25434,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2140 sample 2",
+        .where = "ops.yaml:2153 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1530,
+        .call = call_masked_select_1538,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25300,11 +25447,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2140 sample 3",
+        .where = "ops.yaml:2153 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1531,
+        .call = call_masked_select_1539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25312,11 +25459,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2140 sample 4",
+        .where = "ops.yaml:2153 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1532,
+        .call = call_masked_select_1540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25324,10 +25471,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2155 sample 0",
+        .where = "ops.yaml:2168 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1535,
+        .call = call_argsort_1543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25335,10 +25482,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2155 sample 1",
+        .where = "ops.yaml:2168 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1536,
+        .call = call_argsort_1544,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25346,11 +25493,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2155 sample 2",
+        .where = "ops.yaml:2168 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1537,
+        .call = call_argsort_1545,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25358,10 +25505,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2155 sample 3",
+        .where = "ops.yaml:2168 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1538,
+        .call = call_argsort_1546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25369,10 +25516,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2155 sample 4",
+        .where = "ops.yaml:2168 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1539,
+        .call = call_argsort_1547,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort.stable",
+        .where = "ops.yaml:2184 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_stable_1548,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort.stable",
+        .where = "ops.yaml:2184 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_stable_1549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25380,7 +25550,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 0",
+        .where = "ops.yaml:2195 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25389,7 +25559,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1540,
+        .call = call_index_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25397,7 +25567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 1",
+        .where = "ops.yaml:2195 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25406,7 +25576,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1541,
+        .call = call_index_1551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25414,7 +25584,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 2",
+        .where = "ops.yaml:2195 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25429,7 +25599,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1542,
+        .call = call_index_1552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25437,7 +25607,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 3",
+        .where = "ops.yaml:2195 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25446,7 +25616,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1543,
+        .call = call_index_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25454,12 +25624,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 4",
+        .where = "ops.yaml:2195 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1544,
+        .call = call_index_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25467,7 +25637,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2169 sample 5",
+        .where = "ops.yaml:2195 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25476,7 +25646,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1545,
+        .call = call_index_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25484,7 +25654,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2184 sample 0",
+        .where = "ops.yaml:2210 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25494,7 +25664,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1546,
+        .call = call_index_put_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25502,7 +25672,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2184 sample 1",
+        .where = "ops.yaml:2210 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25512,7 +25682,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1547,
+        .call = call_index_put_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25520,7 +25690,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2184 sample 2",
+        .where = "ops.yaml:2210 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25536,7 +25706,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1548,
+        .call = call_index_put_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25544,7 +25714,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2184 sample 3",
+        .where = "ops.yaml:2210 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25554,7 +25724,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1549,
+        .call = call_index_put_1559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25562,7 +25732,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2184 sample 4",
+        .where = "ops.yaml:2210 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25572,7 +25742,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1550,
+        .call = call_index_put_1560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25580,10 +25750,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 0 result values",
+        .where = "ops.yaml:2225 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1551,
+        .call = call_sort_values_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25591,10 +25761,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 0 result indices",
+        .where = "ops.yaml:2225 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1552,
+        .call = call_sort_indices_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25602,10 +25772,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 1 result values",
+        .where = "ops.yaml:2225 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1553,
+        .call = call_sort_values_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25613,10 +25783,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 1 result indices",
+        .where = "ops.yaml:2225 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1554,
+        .call = call_sort_indices_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25624,11 +25794,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 2 result values",
+        .where = "ops.yaml:2225 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1555,
+        .call = call_sort_values_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25636,11 +25806,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 2 result indices",
+        .where = "ops.yaml:2225 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1556,
+        .call = call_sort_indices_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25648,10 +25818,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 3 result values",
+        .where = "ops.yaml:2225 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1557,
+        .call = call_sort_values_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25659,10 +25829,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 3 result indices",
+        .where = "ops.yaml:2225 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1558,
+        .call = call_sort_indices_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25670,10 +25840,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 4 result values",
+        .where = "ops.yaml:2225 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1559,
+        .call = call_sort_values_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25681,10 +25851,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2199 sample 4 result indices",
+        .where = "ops.yaml:2225 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1560,
+        .call = call_sort_indices_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25692,10 +25862,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2215 sample 0 result values",
+        .where = "ops.yaml:2241 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1561,
+        .call = call_sort_stable_values_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25703,10 +25873,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2215 sample 0 result indices",
+        .where = "ops.yaml:2241 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1562,
+        .call = call_sort_stable_indices_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25714,11 +25884,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2215 sample 1 result values",
+        .where = "ops.yaml:2241 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1563,
+        .call = call_sort_stable_values_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25726,11 +25896,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2215 sample 1 result indices",
+        .where = "ops.yaml:2241 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1564,
+        .call = call_sort_stable_indices_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25738,10 +25908,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 0 result values",
+        .where = "ops.yaml:2255 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1565,
+        .call = call_topk_values_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25749,10 +25919,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 0 result indices",
+        .where = "ops.yaml:2255 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1566,
+        .call = call_topk_indices_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25760,10 +25930,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 1 result values",
+        .where = "ops.yaml:2255 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1567,
+        .call = call_topk_values_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25771,10 +25941,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 1 result indices",
+        .where = "ops.yaml:2255 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1568,
+        .call = call_topk_indices_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25782,11 +25952,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 2 result values",
+        .where = "ops.yaml:2255 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1569,
+        .call = call_topk_values_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25794,11 +25964,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 2 result indices",
+        .where = "ops.yaml:2255 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1570,
+        .call = call_topk_indices_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25806,10 +25976,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 3 result values",
+        .where = "ops.yaml:2255 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1571,
+        .call = call_topk_values_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25817,10 +25987,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 3 result indices",
+        .where = "ops.yaml:2255 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1572,
+        .call = call_topk_indices_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25828,10 +25998,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 4 result values",
+        .where = "ops.yaml:2255 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1573,
+        .call = call_topk_values_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25839,10 +26009,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2229 sample 4 result indices",
+        .where = "ops.yaml:2255 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1574,
+        .call = call_topk_indices_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25850,10 +26020,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2251 sample 0",
+        .where = "ops.yaml:2277 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1575,
+        .call = call_avg_pool2d_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25861,10 +26031,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2251 sample 1",
+        .where = "ops.yaml:2277 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1576,
+        .call = call_avg_pool2d_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25872,14 +26042,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2251 sample 2",
+        .where = "ops.yaml:2277 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_1577,
+        .call = call_avg_pool2d_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25887,10 +26057,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2251 sample 3",
+        .where = "ops.yaml:2277 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1578,
+        .call = call_avg_pool2d_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25898,10 +26068,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2270 sample 0",
+        .where = "ops.yaml:2296 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1582,
+        .call = call_adaptive_avg_pool2d_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25909,10 +26079,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2270 sample 1",
+        .where = "ops.yaml:2296 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1583,
+        .call = call_adaptive_avg_pool2d_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25920,14 +26090,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2270 sample 2",
+        .where = "ops.yaml:2296 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1584,
+        .call = call_adaptive_avg_pool2d_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25935,10 +26105,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2270 sample 3",
+        .where = "ops.yaml:2296 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1585,
+        .call = call_adaptive_avg_pool2d_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25946,12 +26116,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2285 sample 0",
+        .where = "ops.yaml:2311 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1589,
+        .call = call_avg_pool2d_backward_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25959,11 +26129,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2285 sample 1",
+        .where = "ops.yaml:2311 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1590,
+        .call = call_avg_pool2d_backward_1600,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25971,12 +26141,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2298 sample 0",
+        .where = "ops.yaml:2324 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1592,
+        .call = call_adaptive_avg_pool2d_backward_1602,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25984,13 +26154,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 0",
+        .where = "ops.yaml:2371 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1594,
+        .call = call_conv2d_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25998,13 +26168,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 1",
+        .where = "ops.yaml:2371 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1595,
+        .call = call_conv2d_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26012,13 +26182,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 2",
+        .where = "ops.yaml:2371 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1596,
+        .call = call_conv2d_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26026,7 +26196,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 3",
+        .where = "ops.yaml:2371 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26040,7 +26210,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1597,
+        .call = call_conv2d_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26048,13 +26218,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 4",
+        .where = "ops.yaml:2371 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1598,
+        .call = call_conv2d_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26062,11 +26232,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2345 sample 5",
+        .where = "ops.yaml:2371 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1599,
+        .call = call_conv2d_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26074,13 +26244,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2367 sample 0",
+        .where = "ops.yaml:2393 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1604,
+        .call = call_conv2d_padding_1614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26088,13 +26258,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2367 sample 1",
+        .where = "ops.yaml:2393 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1605,
+        .call = call_conv2d_padding_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26102,13 +26272,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2367 sample 2",
+        .where = "ops.yaml:2393 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1606,
+        .call = call_conv2d_padding_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26116,13 +26286,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2387 sample 0",
+        .where = "ops.yaml:2413 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1611,
+        .call = call_conv1d_1621,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26130,13 +26300,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2387 sample 1",
+        .where = "ops.yaml:2413 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1612,
+        .call = call_conv1d_1622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26144,14 +26314,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2387 sample 2",
+        .where = "ops.yaml:2413 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1613,
+        .call = call_conv1d_1623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26159,13 +26329,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2406 sample 0",
+        .where = "ops.yaml:2432 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1618,
+        .call = call_conv1d_padding_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26173,13 +26343,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2424 sample 0",
+        .where = "ops.yaml:2450 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1623,
+        .call = call_conv_transpose2d_1633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26187,13 +26357,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2424 sample 1",
+        .where = "ops.yaml:2450 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1624,
+        .call = call_conv_transpose2d_1634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26201,7 +26371,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2424 sample 2",
+        .where = "ops.yaml:2450 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26211,7 +26381,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1625,
+        .call = call_conv_transpose2d_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26219,11 +26389,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2424 sample 3",
+        .where = "ops.yaml:2450 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1626,
+        .call = call_conv_transpose2d_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26231,12 +26401,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2440 sample 0",
+        .where = "ops.yaml:2466 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1631,
+        .call = call_conv2d_backward_input_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26244,12 +26414,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2440 sample 1",
+        .where = "ops.yaml:2466 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1632,
+        .call = call_conv2d_backward_input_1642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26257,12 +26427,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2453 sample 0",
+        .where = "ops.yaml:2479 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1634,
+        .call = call_conv2d_backward_weight_1644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26270,12 +26440,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2453 sample 1",
+        .where = "ops.yaml:2479 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1635,
+        .call = call_conv2d_backward_weight_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26283,11 +26453,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2467 sample 0",
+        .where = "ops.yaml:2493 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1637,
+        .call = call_conv2d_backward_bias_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26295,10 +26465,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2467 sample 1",
+        .where = "ops.yaml:2493 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1638,
+        .call = call_conv2d_backward_bias_1648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26306,10 +26476,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 0 result values",
+        .where = "ops.yaml:2511 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1641,
+        .call = call_max_pool2d_with_indices_values_1651,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26317,10 +26487,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 0 result indices",
+        .where = "ops.yaml:2511 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1642,
+        .call = call_max_pool2d_with_indices_indices_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26328,10 +26498,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 1 result values",
+        .where = "ops.yaml:2511 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1643,
+        .call = call_max_pool2d_with_indices_values_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26339,10 +26509,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 1 result indices",
+        .where = "ops.yaml:2511 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1644,
+        .call = call_max_pool2d_with_indices_indices_1654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26350,14 +26520,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 2 result values",
+        .where = "ops.yaml:2511 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1645,
+        .call = call_max_pool2d_with_indices_values_1655,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26365,14 +26535,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 2 result indices",
+        .where = "ops.yaml:2511 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1646,
+        .call = call_max_pool2d_with_indices_indices_1656,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26380,10 +26550,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 3 result values",
+        .where = "ops.yaml:2511 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1647,
+        .call = call_max_pool2d_with_indices_values_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26391,10 +26561,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2485 sample 3 result indices",
+        .where = "ops.yaml:2511 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1648,
+        .call = call_max_pool2d_with_indices_indices_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26402,10 +26572,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2503 sample 0",
+        .where = "ops.yaml:2529 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1652,
+        .call = call_max_pool2d_1662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26413,10 +26583,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2503 sample 1",
+        .where = "ops.yaml:2529 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1653,
+        .call = call_max_pool2d_1663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26424,14 +26594,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2503 sample 2",
+        .where = "ops.yaml:2529 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1654,
+        .call = call_max_pool2d_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26439,14 +26609,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2528 sample 0",
+        .where = "ops.yaml:2554 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1658,
+        .call = call_layer_norm_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26454,12 +26624,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2528 sample 1",
+        .where = "ops.yaml:2554 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1659,
+        .call = call_layer_norm_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26467,13 +26637,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2528 sample 2",
+        .where = "ops.yaml:2554 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1660,
+        .call = call_layer_norm_1670,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26481,14 +26651,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2528 sample 3",
+        .where = "ops.yaml:2554 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1661,
+        .call = call_layer_norm_1671,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26496,10 +26666,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2528 sample 4",
+        .where = "ops.yaml:2554 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1662,
+        .call = call_layer_norm_1672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26507,14 +26677,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2555 sample 0",
+        .where = "ops.yaml:2581 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1668,
+        .call = call_group_norm_1678,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26522,12 +26692,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2555 sample 1",
+        .where = "ops.yaml:2581 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1669,
+        .call = call_group_norm_1679,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26535,7 +26705,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2555 sample 2",
+        .where = "ops.yaml:2581 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26544,7 +26714,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1670,
+        .call = call_group_norm_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26552,14 +26722,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2555 sample 3",
+        .where = "ops.yaml:2581 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1671,
+        .call = call_group_norm_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26567,10 +26737,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2555 sample 4",
+        .where = "ops.yaml:2581 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1672,
+        .call = call_group_norm_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26578,12 +26748,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2579 sample 0",
+        .where = "ops.yaml:2605 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1680,
+        .call = call_rms_norm_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26591,10 +26761,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2579 sample 1",
+        .where = "ops.yaml:2605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1681,
+        .call = call_rms_norm_1691,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26602,13 +26772,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2579 sample 2",
+        .where = "ops.yaml:2605 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1682,
+        .call = call_rms_norm_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26616,12 +26786,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2579 sample 3",
+        .where = "ops.yaml:2605 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1683,
+        .call = call_rms_norm_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26629,14 +26799,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 0",
+        .where = "ops.yaml:2639 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1688,
+        .call = call_batch_norm_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26644,7 +26814,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 1",
+        .where = "ops.yaml:2639 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -26657,7 +26827,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1689,
+        .call = call_batch_norm_1699,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26665,7 +26835,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 2",
+        .where = "ops.yaml:2639 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26684,7 +26854,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1690,
+        .call = call_batch_norm_1700,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26692,7 +26862,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 3",
+        .where = "ops.yaml:2639 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26707,7 +26877,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1691,
+        .call = call_batch_norm_1701,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26715,7 +26885,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 4",
+        .where = "ops.yaml:2639 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26734,7 +26904,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1692,
+        .call = call_batch_norm_1702,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26742,7 +26912,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2613 sample 5",
+        .where = "ops.yaml:2639 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26757,7 +26927,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_1693,
+        .call = call_batch_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26765,14 +26935,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2647 sample 0",
+        .where = "ops.yaml:2673 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1704,
+        .call = call_row_norm_1714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26780,12 +26950,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2647 sample 1",
+        .where = "ops.yaml:2673 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1705,
+        .call = call_row_norm_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26793,14 +26963,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2678 sample 0",
+        .where = "ops.yaml:2704 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1714,
+        .call = call_batch_norm_training_1724,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26808,7 +26978,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2678 sample 1",
+        .where = "ops.yaml:2704 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -26821,7 +26991,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_batch_norm_training_1715,
+        .call = call_batch_norm_training_1725,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26829,10 +26999,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2835 sample 0",
+        .where = "ops.yaml:2861 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1739,
+        .call = call_softmax_1749,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26840,10 +27010,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2835 sample 1",
+        .where = "ops.yaml:2861 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1740,
+        .call = call_softmax_1750,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26851,11 +27021,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2835 sample 2",
+        .where = "ops.yaml:2861 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1741,
+        .call = call_softmax_1751,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26863,10 +27033,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2835 sample 3",
+        .where = "ops.yaml:2861 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1742,
+        .call = call_softmax_1752,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26874,10 +27044,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2835 sample 4",
+        .where = "ops.yaml:2861 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1743,
+        .call = call_softmax_1753,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26885,10 +27055,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2853 sample 0",
+        .where = "ops.yaml:2879 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1747,
+        .call = call_log_softmax_1757,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26896,10 +27066,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2853 sample 1",
+        .where = "ops.yaml:2879 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1748,
+        .call = call_log_softmax_1758,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26907,11 +27077,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2853 sample 2",
+        .where = "ops.yaml:2879 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1749,
+        .call = call_log_softmax_1759,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26919,10 +27089,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2853 sample 3",
+        .where = "ops.yaml:2879 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1750,
+        .call = call_log_softmax_1760,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26930,10 +27100,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2853 sample 4",
+        .where = "ops.yaml:2879 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1751,
+        .call = call_log_softmax_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26941,11 +27111,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2871 sample 0",
+        .where = "ops.yaml:2897 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1755,
+        .call = call_softmax_backward_data_1765,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26953,11 +27123,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2871 sample 1",
+        .where = "ops.yaml:2897 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1756,
+        .call = call_softmax_backward_data_1766,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26965,7 +27135,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2871 sample 2",
+        .where = "ops.yaml:2897 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -26973,7 +27143,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1757,
+        .call = call_softmax_backward_data_1767,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26981,11 +27151,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2888 sample 0",
+        .where = "ops.yaml:2914 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1761,
+        .call = call_log_softmax_backward_data_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26993,11 +27163,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2888 sample 1",
+        .where = "ops.yaml:2914 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1762,
+        .call = call_log_softmax_backward_data_1772,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27005,7 +27175,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2888 sample 2",
+        .where = "ops.yaml:2914 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27013,7 +27183,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1763,
+        .call = call_log_softmax_backward_data_1773,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27021,10 +27191,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2927 sample 0",
+        .where = "ops.yaml:2953 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1767,
+        .call = call_dropout_1777,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27032,11 +27202,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2927 sample 1",
+        .where = "ops.yaml:2953 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1768,
+        .call = call_dropout_1778,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27044,10 +27214,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2927 sample 2",
+        .where = "ops.yaml:2953 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1769,
+        .call = call_dropout_1779,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27055,10 +27225,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2927 sample 3",
+        .where = "ops.yaml:2953 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1770,
+        .call = call_dropout_1780,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27066,10 +27236,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2927 sample 4",
+        .where = "ops.yaml:2953 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1771,
+        .call = call_dropout_1781,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27077,11 +27247,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2941 sample 0",
+        .where = "ops.yaml:2967 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1773,
+        .call = call_mse_loss_1783,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27089,12 +27259,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2941 sample 1",
+        .where = "ops.yaml:2967 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1774,
+        .call = call_mse_loss_1784,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27102,11 +27272,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2941 sample 2",
+        .where = "ops.yaml:2967 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1775,
+        .call = call_mse_loss_1785,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27114,11 +27284,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2941 sample 3",
+        .where = "ops.yaml:2967 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1776,
+        .call = call_mse_loss_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27126,11 +27296,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2941 sample 4",
+        .where = "ops.yaml:2967 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1777,
+        .call = call_mse_loss_1787,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27138,11 +27308,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2956 sample 0",
+        .where = "ops.yaml:2982 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1780,
+        .call = call_l1_loss_1790,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27150,12 +27320,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2956 sample 1",
+        .where = "ops.yaml:2982 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1781,
+        .call = call_l1_loss_1791,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27163,11 +27333,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2956 sample 2",
+        .where = "ops.yaml:2982 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1782,
+        .call = call_l1_loss_1792,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27175,11 +27345,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2956 sample 3",
+        .where = "ops.yaml:2982 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1783,
+        .call = call_l1_loss_1793,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27187,11 +27357,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2956 sample 4",
+        .where = "ops.yaml:2982 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1784,
+        .call = call_l1_loss_1794,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27199,11 +27369,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 0",
+        .where = "ops.yaml:2997 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1787,
+        .call = call_smooth_l1_loss_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27211,12 +27381,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 1",
+        .where = "ops.yaml:2997 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1788,
+        .call = call_smooth_l1_loss_1798,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27224,11 +27394,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 2",
+        .where = "ops.yaml:2997 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1789,
+        .call = call_smooth_l1_loss_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27236,11 +27406,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 3",
+        .where = "ops.yaml:2997 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1790,
+        .call = call_smooth_l1_loss_1800,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27248,11 +27418,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 4",
+        .where = "ops.yaml:2997 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1791,
+        .call = call_smooth_l1_loss_1801,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27260,11 +27430,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2971 sample 5",
+        .where = "ops.yaml:2997 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1792,
+        .call = call_smooth_l1_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27272,11 +27442,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2987 sample 0",
+        .where = "ops.yaml:3013 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1795,
+        .call = call_huber_loss_1805,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27284,12 +27454,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2987 sample 1",
+        .where = "ops.yaml:3013 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1796,
+        .call = call_huber_loss_1806,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27297,11 +27467,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2987 sample 2",
+        .where = "ops.yaml:3013 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1797,
+        .call = call_huber_loss_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27309,11 +27479,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2987 sample 3",
+        .where = "ops.yaml:3013 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1798,
+        .call = call_huber_loss_1808,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27321,11 +27491,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2987 sample 4",
+        .where = "ops.yaml:3013 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1799,
+        .call = call_huber_loss_1809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27333,11 +27503,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 0",
+        .where = "ops.yaml:3029 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1802,
+        .call = call_binary_cross_entropy_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27345,12 +27515,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 1",
+        .where = "ops.yaml:3029 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1803,
+        .call = call_binary_cross_entropy_1813,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27358,13 +27528,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 2",
+        .where = "ops.yaml:3029 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1804,
+        .call = call_binary_cross_entropy_1814,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27372,11 +27542,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 3",
+        .where = "ops.yaml:3029 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1805,
+        .call = call_binary_cross_entropy_1815,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27384,13 +27554,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 4",
+        .where = "ops.yaml:3029 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1806,
+        .call = call_binary_cross_entropy_1816,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27398,13 +27568,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3003 sample 5",
+        .where = "ops.yaml:3029 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1807,
+        .call = call_binary_cross_entropy_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27412,11 +27582,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 0",
+        .where = "ops.yaml:3045 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1810,
+        .call = call_binary_cross_entropy_with_logits_1820,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27424,14 +27594,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 1",
+        .where = "ops.yaml:3045 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1811,
+        .call = call_binary_cross_entropy_with_logits_1821,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27439,7 +27609,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 2",
+        .where = "ops.yaml:3045 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27447,7 +27617,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1812,
+        .call = call_binary_cross_entropy_with_logits_1822,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27455,13 +27625,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 3",
+        .where = "ops.yaml:3045 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1813,
+        .call = call_binary_cross_entropy_with_logits_1823,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27469,13 +27639,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 4",
+        .where = "ops.yaml:3045 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1814,
+        .call = call_binary_cross_entropy_with_logits_1824,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27483,11 +27653,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3019 sample 5",
+        .where = "ops.yaml:3045 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1815,
+        .call = call_binary_cross_entropy_with_logits_1825,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27495,11 +27665,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 0",
+        .where = "ops.yaml:3068 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1818,
+        .call = call_nll_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27507,13 +27677,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 1",
+        .where = "ops.yaml:3068 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1819,
+        .call = call_nll_loss_1829,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27521,13 +27691,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 2",
+        .where = "ops.yaml:3068 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1820,
+        .call = call_nll_loss_1830,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27535,12 +27705,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 3",
+        .where = "ops.yaml:3068 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1821,
+        .call = call_nll_loss_1831,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27548,13 +27718,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 4",
+        .where = "ops.yaml:3068 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1822,
+        .call = call_nll_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27562,11 +27732,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3042 sample 5",
+        .where = "ops.yaml:3068 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1823,
+        .call = call_nll_loss_1833,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27574,144 +27744,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 0",
+        .where = "ops.yaml:3091 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1828,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1829,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1830,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1831,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1832,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1833,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1834,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1835,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1836,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 9",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1837,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27720,10 +27756,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3065 sample 11",
+        .where = "ops.yaml:3091 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1839,
@@ -27733,49 +27769,146 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3090 sample 0",
-        .n_inputs = 2,
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 2",
+        .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1844,
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1840,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3090 sample 1",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1841,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1845,
+        .call = call_cross_entropy_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3090 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1846,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3090 sample 3",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1847,
+        .call = call_cross_entropy_loss_1843,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1844,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1845,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1846,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1847,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1848,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3091 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1849,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3116 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1854,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27783,11 +27916,48 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3090 sample 4",
+        .where = "ops.yaml:3116 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1855,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3116 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1856,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3116 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1857,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3116 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1848,
+        .call = call_cross_entropy_index_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27795,12 +27965,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 0",
+        .where = "ops.yaml:3153 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1851,
+        .call = call_scaled_dot_product_attention_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27808,7 +27978,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 1",
+        .where = "ops.yaml:3153 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -27818,7 +27988,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1852,
+        .call = call_scaled_dot_product_attention_1862,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27826,7 +27996,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 2",
+        .where = "ops.yaml:3153 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -27836,7 +28006,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1853,
+        .call = call_scaled_dot_product_attention_1863,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27844,12 +28014,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 3",
+        .where = "ops.yaml:3153 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1854,
+        .call = call_scaled_dot_product_attention_1864,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27857,7 +28027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 4",
+        .where = "ops.yaml:3153 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -27867,7 +28037,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1855,
+        .call = call_scaled_dot_product_attention_1865,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27875,12 +28045,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 5",
+        .where = "ops.yaml:3153 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1856,
+        .call = call_scaled_dot_product_attention_1866,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27888,12 +28058,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3127 sample 6",
+        .where = "ops.yaml:3153 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1857,
+        .call = call_scaled_dot_product_attention_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27901,12 +28071,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 0 result output",
+        .where = "ops.yaml:3181 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1864,
+        .call = call_scaled_dot_product_attention_math_output_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27914,12 +28084,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 0 result attn",
+        .where = "ops.yaml:3181 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1865,
+        .call = call_scaled_dot_product_attention_math_attn_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27927,7 +28097,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 1 result output",
+        .where = "ops.yaml:3181 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -27937,7 +28107,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1866,
+        .call = call_scaled_dot_product_attention_math_output_1876,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27945,7 +28115,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 1 result attn",
+        .where = "ops.yaml:3181 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -27955,7 +28125,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1867,
+        .call = call_scaled_dot_product_attention_math_attn_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27963,12 +28133,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 2 result output",
+        .where = "ops.yaml:3181 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1868,
+        .call = call_scaled_dot_product_attention_math_output_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27976,12 +28146,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 2 result attn",
+        .where = "ops.yaml:3181 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1869,
+        .call = call_scaled_dot_product_attention_math_attn_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27989,12 +28159,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 3 result output",
+        .where = "ops.yaml:3181 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1870,
+        .call = call_scaled_dot_product_attention_math_output_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28002,12 +28172,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3155 sample 3 result attn",
+        .where = "ops.yaml:3181 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1871,
+        .call = call_scaled_dot_product_attention_math_attn_1881,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28015,9 +28185,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3185 sample 0",
+        .where = "ops.yaml:3211 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1879,
+        .call = call_empty_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28025,9 +28195,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3185 sample 1",
+        .where = "ops.yaml:3211 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1880,
+        .call = call_empty_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28035,9 +28205,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3185 sample 2",
+        .where = "ops.yaml:3211 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1881,
+        .call = call_empty_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28045,9 +28215,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3192 sample 0",
+        .where = "ops.yaml:3218 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1882,
+        .call = call_zeros_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28055,50 +28225,39 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3200 sample 0",
-        .n_inputs = 0,
-        .call = call_ones_1883,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3215 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1884,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3215 sample 1",
-        .n_inputs = 0,
-        .call = call_full_1885,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3215 sample 2",
-        .n_inputs = 0,
-        .call = call_full_1886,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty_like",
         .where = "ops.yaml:3226 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1887,
+        .n_inputs = 0,
+        .call = call_ones_1893,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3241 sample 0",
+        .n_inputs = 0,
+        .call = call_full_1894,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3241 sample 1",
+        .n_inputs = 0,
+        .call = call_full_1895,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3241 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1896,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28106,11 +28265,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3226 sample 1",
+        .where = "ops.yaml:3252 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1888,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28118,44 +28276,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3226 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1889,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3246 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1890,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3246 sample 1",
+        .where = "ops.yaml:3252 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1891,
+        .call = call_empty_like_1898,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3246 sample 2",
+        .op = "empty_like",
+        .where = "ops.yaml:3252 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1892,
+        .call = call_empty_like_1899,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28163,10 +28299,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3246 sample 3",
+        .where = "ops.yaml:3272 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1900,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3272 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_1901,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3272 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1902,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3272 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1893,
+        .call = call_ones_like_1903,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28174,10 +28344,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3258 sample 0",
+        .where = "ops.yaml:3284 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1894,
+        .call = call_full_like_1904,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28185,11 +28355,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3258 sample 1",
+        .where = "ops.yaml:3284 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1895,
+        .call = call_full_like_1905,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28197,10 +28367,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3258 sample 2",
+        .where = "ops.yaml:3284 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1896,
+        .call = call_full_like_1906,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28208,9 +28378,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3263 sample 0",
+        .where = "ops.yaml:3289 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1897,
+        .call = call_arange_1907,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28218,9 +28388,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3278 sample 0",
+        .where = "ops.yaml:3304 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1898,
+        .call = call_linspace_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28228,9 +28398,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3278 sample 1",
+        .where = "ops.yaml:3304 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1899,
+        .call = call_linspace_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28238,9 +28408,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3278 sample 2",
+        .where = "ops.yaml:3304 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1900,
+        .call = call_linspace_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28248,9 +28418,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3290 sample 0",
+        .where = "ops.yaml:3316 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1901,
+        .call = call_eye_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28258,9 +28428,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3290 sample 1",
+        .where = "ops.yaml:3316 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1902,
+        .call = call_eye_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28268,9 +28438,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3301 sample 0",
+        .where = "ops.yaml:3327 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1903,
+        .call = call_eye_m_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28278,9 +28448,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3301 sample 1",
+        .where = "ops.yaml:3327 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1904,
+        .call = call_eye_m_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28288,9 +28458,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3305 sample 0",
+        .where = "ops.yaml:3331 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1905,
+        .call = call_rand_1915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28298,9 +28468,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3316 sample 0",
+        .where = "ops.yaml:3342 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1907,
+        .call = call_randn_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28308,10 +28478,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3333 sample 0",
+        .where = "ops.yaml:3359 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1909,
+        .call = call_rand_like_1919,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28319,10 +28489,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3333 sample 1",
+        .where = "ops.yaml:3359 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1910,
+        .call = call_rand_like_1920,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28330,10 +28500,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3343 sample 0",
+        .where = "ops.yaml:3369 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1911,
+        .call = call_randn_like_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28341,10 +28511,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3343 sample 1",
+        .where = "ops.yaml:3369 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1912,
+        .call = call_randn_like_1922,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28352,9 +28522,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3354 sample 0",
+        .where = "ops.yaml:3380 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1913,
+        .call = call_randint_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28362,9 +28532,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3354 sample 1",
+        .where = "ops.yaml:3380 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1914,
+        .call = call_randint_1924,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28372,9 +28542,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3365 sample 0",
+        .where = "ops.yaml:3391 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1915,
+        .call = call_randint_low_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28382,9 +28552,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3375 sample 0",
+        .where = "ops.yaml:3401 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1916,
+        .call = call_randperm_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28392,9 +28562,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3375 sample 1",
+        .where = "ops.yaml:3401 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1917,
+        .call = call_randperm_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28402,112 +28572,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3392 sample 0",
+        .where = "ops.yaml:3418 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1918,
-        .call_inplace = inplace_bernoulli_p_1919,
+        .call = call_bernoulli_p_1928,
+        .call_inplace = inplace_bernoulli_p_1929,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3392 sample 1",
+        .where = "ops.yaml:3418 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1920,
-        .call_inplace = inplace_bernoulli_p_1921,
+        .call = call_bernoulli_p_1930,
+        .call_inplace = inplace_bernoulli_p_1931,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3392 sample 2",
+        .where = "ops.yaml:3418 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1922,
-        .call_inplace = inplace_bernoulli_p_1923,
+        .call = call_bernoulli_p_1932,
+        .call_inplace = inplace_bernoulli_p_1933,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3403 sample 0",
+        .where = "ops.yaml:3429 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1924,
-        .call_inplace = inplace_normal_1925,
+        .call = call_normal_1934,
+        .call_inplace = inplace_normal_1935,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3403 sample 1",
+        .where = "ops.yaml:3429 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1926,
-        .call_inplace = inplace_normal_1927,
+        .call = call_normal_1936,
+        .call_inplace = inplace_normal_1937,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3403 sample 2",
+        .where = "ops.yaml:3429 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1928,
-        .call_inplace = inplace_normal_1929,
+        .call = call_normal_1938,
+        .call_inplace = inplace_normal_1939,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3415 sample 0",
+        .where = "ops.yaml:3441 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1931,
-        .call_inplace = inplace_uniform_1932,
+        .call = call_uniform_1941,
+        .call_inplace = inplace_uniform_1942,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3415 sample 1",
+        .where = "ops.yaml:3441 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1933,
-        .call_inplace = inplace_uniform_1934,
+        .call = call_uniform_1943,
+        .call_inplace = inplace_uniform_1944,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3415 sample 2",
+        .where = "ops.yaml:3441 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1935,
-        .call_inplace = inplace_uniform_1936,
+        .call = call_uniform_1945,
+        .call_inplace = inplace_uniform_1946,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3428 sample 0",
+        .where = "ops.yaml:3454 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1938,
+        .call = call_maybe_multiply_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28515,10 +28685,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3428 sample 1",
+        .where = "ops.yaml:3454 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1939,
+        .call = call_maybe_multiply_1949,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28526,10 +28696,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3439 sample 0",
+        .where = "ops.yaml:3465 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1941,
+        .call = call_sum_to_1951,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28537,10 +28707,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3439 sample 1",
+        .where = "ops.yaml:3465 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1942,
+        .call = call_sum_to_1952,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30442,911 +30612,948 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "split: ",
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .what = "ops.yaml:1909: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1418,
+        .call = error_split_with_sizes_1418,
         .expect = YT_ERR_VALUE,
-        .expect_prefix = "chunk: ",
+        .expect_prefix = "split_with_sizes: ",
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .what = "ops.yaml:1909: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1420,
+        .call = error_split_with_sizes_1420,
         .expect = YT_ERR_VALUE,
-        .expect_prefix = "chunk: ",
+        .expect_prefix = "split_with_sizes: ",
     },
     {
-        .op = "chunk",
+        .op = "split_with_sizes",
         .what = "ops.yaml:1909: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1422,
+        .call = error_split_with_sizes_1422,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split_with_sizes: ",
+    },
+    {
+        .op = "split_with_sizes",
+        .what = "ops.yaml:1909: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_with_sizes_1424,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split_with_sizes: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1922: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1426,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1909: out_capacity below the count",
+        .what = "ops.yaml:1922: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1428,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1922: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_1430,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1424,
+        .call = error_chunk_1432,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1426,
+        .call = error_unbind_1434,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1428,
+        .call = error_unbind_1436,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1430,
+        .call = error_unbind_1438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1432,
+        .call = error_unbind_1440,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1938: dtype of index",
+        .what = "ops.yaml:1951: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1445,
+        .call = error_index_select_1453,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1938: dim out of range",
+        .what = "ops.yaml:1951: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1446,
+        .call = error_index_select_1454,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1962: dtype of index",
+        .what = "ops.yaml:1975: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1457,
+        .call = error_index_add_1465,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1962: dim out of range",
+        .what = "ops.yaml:1975: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1458,
+        .call = error_index_add_1466,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1977: dtype of index",
+        .what = "ops.yaml:1990: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1465,
+        .call = error_index_copy_1473,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1977: dim out of range",
+        .what = "ops.yaml:1990: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1466,
+        .call = error_index_copy_1474,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:1990: dtype of index",
+        .what = "ops.yaml:2003: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1477,
+        .call = error_gather_1485,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:1990: dim out of range",
+        .what = "ops.yaml:2003: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1478,
+        .call = error_gather_1486,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2013: dtype of index",
+        .what = "ops.yaml:2026: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1487,
+        .call = error_scatter_1495,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2013: dim out of range",
+        .what = "ops.yaml:2026: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1488,
+        .call = error_scatter_1496,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2035: dtype of index",
+        .what = "ops.yaml:2048: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1495,
+        .call = error_scatter_value_1503,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2035: dim out of range",
+        .what = "ops.yaml:2048: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1496,
+        .call = error_scatter_value_1504,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2047: dtype of index",
+        .what = "ops.yaml:2060: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1507,
+        .call = error_scatter_add_1515,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2047: dim out of range",
+        .what = "ops.yaml:2060: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1508,
+        .call = error_scatter_add_1516,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2067: weight.dim == 2",
+        .what = "ops.yaml:2080: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1513,
+        .call = error_embedding_1521,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2069: sparse == 0",
+        .what = "ops.yaml:2082: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1514,
+        .call = error_embedding_1522,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2062: dtype of indices",
+        .what = "ops.yaml:2075: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1515,
+        .call = error_embedding_1523,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2081: dtype of indices",
+        .what = "ops.yaml:2094: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1518,
+        .call = error_embedding_dense_backward_1526,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2109: dtype of self",
+        .what = "ops.yaml:2122: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1523,
+        .call = error_one_hot_1531,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2133: dtype of mask",
+        .what = "ops.yaml:2146: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1533,
+        .call = error_masked_select_1541,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2133: broadcast",
+        .what = "ops.yaml:2146: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1534,
+        .call = error_masked_select_1542,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2244: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2270: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1579,
+        .call = error_avg_pool2d_1589,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2246: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2272: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1580,
+        .call = error_avg_pool2d_1590,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2239: dtype of self",
+        .what = "ops.yaml:2265: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1581,
+        .call = error_avg_pool2d_1591,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2263: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2289: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1586,
+        .call = error_adaptive_avg_pool2d_1596,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2265: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2291: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1587,
+        .call = error_adaptive_avg_pool2d_1597,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2258: dtype of self",
+        .what = "ops.yaml:2284: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1588,
+        .call = error_adaptive_avg_pool2d_1598,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2277: dtype of grad_output",
+        .what = "ops.yaml:2303: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1591,
+        .call = error_avg_pool2d_backward_1601,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2290: dtype of grad_output",
+        .what = "ops.yaml:2316: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1593,
+        .call = error_adaptive_avg_pool2d_backward_1603,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2336: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2362: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1600,
+        .call = error_conv2d_1610,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2338: weight.dim == 4",
+        .what = "ops.yaml:2364: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1601,
+        .call = error_conv2d_1611,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2340: groups > 0",
+        .what = "ops.yaml:2366: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1602,
+        .call = error_conv2d_1612,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2330: dtype of input",
+        .what = "ops.yaml:2356: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1603,
+        .call = error_conv2d_1613,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2361: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2387: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1607,
+        .call = error_conv2d_padding_1617,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2363: weight.dim == 4",
+        .what = "ops.yaml:2389: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1608,
+        .call = error_conv2d_padding_1618,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2354: padding not a choice",
+        .what = "ops.yaml:2380: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1609,
+        .call = error_conv2d_padding_1619,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2354: dtype of input",
+        .what = "ops.yaml:2380: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1610,
+        .call = error_conv2d_padding_1620,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2379: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2405: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1614,
+        .call = error_conv1d_1624,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2381: weight.dim == 3",
+        .what = "ops.yaml:2407: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1615,
+        .call = error_conv1d_1625,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2383: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2409: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1616,
+        .call = error_conv1d_1626,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2373: dtype of input",
+        .what = "ops.yaml:2399: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1617,
+        .call = error_conv1d_1627,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2400: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2426: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1619,
+        .call = error_conv1d_padding_1629,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2402: weight.dim == 3",
+        .what = "ops.yaml:2428: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1620,
+        .call = error_conv1d_padding_1630,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2393: padding not a choice",
+        .what = "ops.yaml:2419: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1621,
+        .call = error_conv1d_padding_1631,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2393: dtype of input",
+        .what = "ops.yaml:2419: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1622,
+        .call = error_conv1d_padding_1632,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2416: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2442: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1627,
+        .call = error_conv_transpose2d_1637,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2418: weight.dim == 4",
+        .what = "ops.yaml:2444: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1628,
+        .call = error_conv_transpose2d_1638,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2420: groups > 0",
+        .what = "ops.yaml:2446: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1629,
+        .call = error_conv_transpose2d_1639,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2410: dtype of input",
+        .what = "ops.yaml:2436: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1630,
+        .call = error_conv_transpose2d_1640,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2432: dtype of grad_output",
+        .what = "ops.yaml:2458: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1633,
+        .call = error_conv2d_backward_input_1643,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2445: dtype of grad_output",
+        .what = "ops.yaml:2471: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1636,
+        .call = error_conv2d_backward_weight_1646,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2463: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2489: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1639,
+        .call = error_conv2d_backward_bias_1649,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2458: dtype of grad_output",
+        .what = "ops.yaml:2484: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1640,
+        .call = error_conv2d_backward_bias_1650,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2477: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2503: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1649,
+        .call = error_max_pool2d_with_indices_1659,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2479: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2505: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1650,
+        .call = error_max_pool2d_with_indices_1660,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2472: dtype of self",
+        .what = "ops.yaml:2498: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1651,
+        .call = error_max_pool2d_with_indices_1661,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2497: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2523: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1655,
+        .call = error_max_pool2d_1665,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2499: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2525: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1656,
+        .call = error_max_pool2d_1666,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2492: dtype of self",
+        .what = "ops.yaml:2518: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1657,
+        .call = error_max_pool2d_1667,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2518: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2544: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1663,
+        .call = error_layer_norm_1673,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2520: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2546: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1664,
+        .call = error_layer_norm_1674,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2522: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2548: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1665,
+        .call = error_layer_norm_1675,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2524: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2550: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1666,
+        .call = error_layer_norm_1676,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2512: dtype of input",
+        .what = "ops.yaml:2538: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1667,
+        .call = error_layer_norm_1677,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2541: input.dim >= 2",
+        .what = "ops.yaml:2567: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1673,
+        .call = error_group_norm_1683,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2543: num_groups > 0",
+        .what = "ops.yaml:2569: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1674,
+        .call = error_group_norm_1684,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2545: weight.dim == 1",
+        .what = "ops.yaml:2571: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1675,
+        .call = error_group_norm_1685,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2547: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2573: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1676,
+        .call = error_group_norm_1686,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2549: bias.dim == 1",
+        .what = "ops.yaml:2575: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1677,
+        .call = error_group_norm_1687,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2551: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2577: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1678,
+        .call = error_group_norm_1688,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2535: dtype of input",
+        .what = "ops.yaml:2561: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1679,
+        .call = error_group_norm_1689,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2571: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2597: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1684,
+        .call = error_rms_norm_1694,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2573: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2599: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1685,
+        .call = error_rms_norm_1695,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2575: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2601: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1686,
+        .call = error_rms_norm_1696,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2565: dtype of input",
+        .what = "ops.yaml:2591: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1687,
+        .call = error_rms_norm_1697,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2592: input.dim >= 2",
+        .what = "ops.yaml:2618: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1694,
+        .call = error_batch_norm_1704,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2594: weight.dim == 1",
+        .what = "ops.yaml:2620: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1695,
+        .call = error_batch_norm_1705,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2596: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2622: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1696,
+        .call = error_batch_norm_1706,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2598: bias.dim == 1",
+        .what = "ops.yaml:2624: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1697,
+        .call = error_batch_norm_1707,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2600: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2626: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1698,
+        .call = error_batch_norm_1708,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2602: running_mean.dim == 1",
+        .what = "ops.yaml:2628: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31354,13 +31561,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1699,
+        .call = error_batch_norm_1709,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2604: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2630: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31368,13 +31575,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1700,
+        .call = error_batch_norm_1710,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2606: running_var.dim == 1",
+        .what = "ops.yaml:2632: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -31382,13 +31589,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1701,
+        .call = error_batch_norm_1711,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2608: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2634: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -31396,167 +31603,167 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1702,
+        .call = error_batch_norm_1712,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2586: dtype of input",
+        .what = "ops.yaml:2612: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1703,
+        .call = error_batch_norm_1713,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2631: input.dim == 4",
+        .what = "ops.yaml:2657: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1706,
+        .call = error_row_norm_1716,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2633: weight.dim == 2",
+        .what = "ops.yaml:2659: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1707,
+        .call = error_row_norm_1717,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2635: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2661: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1708,
+        .call = error_row_norm_1718,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2637: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2663: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1709,
+        .call = error_row_norm_1719,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2639: bias.dim == 2",
+        .what = "ops.yaml:2665: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1710,
+        .call = error_row_norm_1720,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2641: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2667: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1711,
+        .call = error_row_norm_1721,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2643: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2669: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1712,
+        .call = error_row_norm_1722,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2625: dtype of input",
+        .what = "ops.yaml:2651: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1713,
+        .call = error_row_norm_1723,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2658: input.dim >= 2",
+        .what = "ops.yaml:2684: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1716,
+        .call = error_batch_norm_training_1726,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2660: weight.dim == 1",
+        .what = "ops.yaml:2686: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1717,
+        .call = error_batch_norm_training_1727,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2662: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2688: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1718,
+        .call = error_batch_norm_training_1728,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2664: bias.dim == 1",
+        .what = "ops.yaml:2690: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1719,
+        .call = error_batch_norm_training_1729,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2666: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2692: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1720,
+        .call = error_batch_norm_training_1730,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2668: running_mean.dim == 1",
+        .what = "ops.yaml:2694: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31564,13 +31771,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1721,
+        .call = error_batch_norm_training_1731,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2670: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2696: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31578,13 +31785,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1722,
+        .call = error_batch_norm_training_1732,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2672: running_var.dim == 1",
+        .what = "ops.yaml:2698: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -31592,13 +31799,13 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1723,
+        .call = error_batch_norm_training_1733,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2674: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2700: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -31606,695 +31813,695 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1724,
+        .call = error_batch_norm_training_1734,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2652: dtype of input",
+        .what = "ops.yaml:2678: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1725,
+        .call = error_batch_norm_training_1735,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2691: input.dim == 4",
+        .what = "ops.yaml:2717: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1726,
+        .call = error_row_norm_backward_input_1736,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2702: input.dim == 4",
+        .what = "ops.yaml:2728: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1727,
+        .call = error_row_norm_backward_weight_1737,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2713: grad_out.dim == 4",
+        .what = "ops.yaml:2739: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1728,
+        .call = error_row_norm_backward_bias_1738,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2725: input.dim == 4",
+        .what = "ops.yaml:2751: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1729,
+        .call = error_row_norm_backward_1739,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2737: input.dim == 4",
+        .what = "ops.yaml:2763: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1730,
+        .call = error_row_norm_double_backward_input_1740,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2748: input.dim == 4",
+        .what = "ops.yaml:2774: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1731,
+        .call = error_row_norm_double_backward_grad_out_1741,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2759: input.dim >= 2",
+        .what = "ops.yaml:2785: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1732,
+        .call = error_batch_norm_backward_input_1742,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2770: input.dim >= 2",
+        .what = "ops.yaml:2796: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1733,
+        .call = error_batch_norm_backward_weight_1743,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2781: grad_out.dim >= 2",
+        .what = "ops.yaml:2807: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1734,
+        .call = error_batch_norm_backward_bias_1744,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2792: grad.dim == 1",
+        .what = "ops.yaml:2818: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1735,
+        .call = error_batch_norm_backward_bias_backward_1745,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2794: len(sizes) >= 2",
+        .what = "ops.yaml:2820: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1736,
+        .call = error_batch_norm_backward_bias_backward_1746,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2805: input.dim >= 2",
+        .what = "ops.yaml:2831: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1737,
+        .call = error_batch_norm_double_backward_input_1747,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2816: input.dim >= 2",
+        .what = "ops.yaml:2842: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1738,
+        .call = error_batch_norm_double_backward_grad_out_1748,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2831: is_floating(result_dtype)",
+        .what = "ops.yaml:2857: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1744,
+        .call = error_softmax_1754,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2824: dtype of self",
+        .what = "ops.yaml:2850: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1745,
+        .call = error_softmax_1755,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2824: dim out of range",
+        .what = "ops.yaml:2850: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1746,
+        .call = error_softmax_1756,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2849: is_floating(result_dtype)",
+        .what = "ops.yaml:2875: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1752,
+        .call = error_log_softmax_1762,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2842: dtype of self",
+        .what = "ops.yaml:2868: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1753,
+        .call = error_log_softmax_1763,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2842: dim out of range",
+        .what = "ops.yaml:2868: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1754,
+        .call = error_log_softmax_1764,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2867: grad_output.dim == output.dim",
+        .what = "ops.yaml:2893: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1758,
+        .call = error_softmax_backward_data_1768,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2860: dtype of grad_output",
+        .what = "ops.yaml:2886: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1759,
+        .call = error_softmax_backward_data_1769,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2860: dim out of range",
+        .what = "ops.yaml:2886: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1760,
+        .call = error_softmax_backward_data_1770,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2884: grad_output.dim == output.dim",
+        .what = "ops.yaml:2910: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1764,
+        .call = error_log_softmax_backward_data_1774,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2877: dtype of grad_output",
+        .what = "ops.yaml:2903: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1765,
+        .call = error_log_softmax_backward_data_1775,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2877: dim out of range",
+        .what = "ops.yaml:2903: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1766,
+        .call = error_log_softmax_backward_data_1776,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2921: dtype of input",
+        .what = "ops.yaml:2947: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1772,
+        .call = error_dropout_1782,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2934: reduction not a choice",
+        .what = "ops.yaml:2960: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1778,
+        .call = error_mse_loss_1788,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2934: dtype of self",
+        .what = "ops.yaml:2960: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1779,
+        .call = error_mse_loss_1789,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2949: reduction not a choice",
+        .what = "ops.yaml:2975: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1785,
+        .call = error_l1_loss_1795,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2949: dtype of self",
+        .what = "ops.yaml:2975: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1786,
+        .call = error_l1_loss_1796,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2964: reduction not a choice",
+        .what = "ops.yaml:2990: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1793,
+        .call = error_smooth_l1_loss_1803,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2964: dtype of self",
+        .what = "ops.yaml:2990: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1794,
+        .call = error_smooth_l1_loss_1804,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2980: reduction not a choice",
+        .what = "ops.yaml:3006: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1800,
+        .call = error_huber_loss_1810,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2980: dtype of self",
+        .what = "ops.yaml:3006: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1801,
+        .call = error_huber_loss_1811,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2995: reduction not a choice",
+        .what = "ops.yaml:3021: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1808,
+        .call = error_binary_cross_entropy_1818,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2995: dtype of self",
+        .what = "ops.yaml:3021: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1809,
+        .call = error_binary_cross_entropy_1819,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3012: reduction not a choice",
+        .what = "ops.yaml:3038: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1816,
+        .call = error_binary_cross_entropy_with_logits_1826,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3012: dtype of self",
+        .what = "ops.yaml:3038: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1817,
+        .call = error_binary_cross_entropy_with_logits_1827,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3035: self.dim >= 1",
+        .what = "ops.yaml:3061: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1824,
+        .call = error_nll_loss_1834,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3037: weight.dim == 1",
+        .what = "ops.yaml:3063: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1825,
+        .call = error_nll_loss_1835,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3028: reduction not a choice",
+        .what = "ops.yaml:3054: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1826,
+        .call = error_nll_loss_1836,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3028: dtype of self",
+        .what = "ops.yaml:3054: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1827,
+        .call = error_nll_loss_1837,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3058: self.dim >= 1",
+        .what = "ops.yaml:3084: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1840,
+        .call = error_cross_entropy_loss_1850,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3060: weight.dim == 1",
+        .what = "ops.yaml:3086: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1841,
+        .call = error_cross_entropy_loss_1851,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3051: reduction not a choice",
+        .what = "ops.yaml:3077: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1842,
+        .call = error_cross_entropy_loss_1852,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3051: dtype of self",
+        .what = "ops.yaml:3077: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1843,
+        .call = error_cross_entropy_loss_1853,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3080: reduction not a choice",
+        .what = "ops.yaml:3106: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1849,
+        .call = error_cross_entropy_index_1859,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3080: dtype of self",
+        .what = "ops.yaml:3106: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1850,
+        .call = error_cross_entropy_index_1860,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3115: query.dim >= 2",
+        .what = "ops.yaml:3141: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1858,
+        .call = error_scaled_dot_product_attention_1868,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3117: key.dim >= 2",
+        .what = "ops.yaml:3143: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1859,
+        .call = error_scaled_dot_product_attention_1869,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3119: value.dim >= 2",
+        .what = "ops.yaml:3145: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1860,
+        .call = error_scaled_dot_product_attention_1870,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3121: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3147: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1861,
+        .call = error_scaled_dot_product_attention_1871,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3123: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3149: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1862,
+        .call = error_scaled_dot_product_attention_1872,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3109: dtype of query",
+        .what = "ops.yaml:3135: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1863,
+        .call = error_scaled_dot_product_attention_1873,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3144: query.dim >= 2",
+        .what = "ops.yaml:3170: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1872,
+        .call = error_scaled_dot_product_attention_math_1882,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3146: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3172: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1873,
+        .call = error_scaled_dot_product_attention_math_1883,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3148: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3174: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1874,
+        .call = error_scaled_dot_product_attention_math_1884,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3150: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3176: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1875,
+        .call = error_scaled_dot_product_attention_math_1885,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3138: dtype of query",
+        .what = "ops.yaml:3164: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1876,
+        .call = error_scaled_dot_product_attention_math_1886,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3168: query.dim >= 2",
+        .what = "ops.yaml:3194: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1877,
+        .call = error_scaled_dot_product_attention_math_backward_1887,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3170: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3196: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1878,
+        .call = error_scaled_dot_product_attention_math_backward_1888,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3310: is_floating(result_dtype)",
+        .what = "ops.yaml:3336: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1906,
+        .call = error_rand_1916,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3321: is_floating(result_dtype)",
+        .what = "ops.yaml:3347: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1908,
+        .call = error_randn_1918,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3397: dtype of self",
+        .what = "ops.yaml:3423: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1930,
+        .call = error_normal_1940,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3409: dtype of self",
+        .what = "ops.yaml:3435: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1937,
+        .call = error_uniform_1947,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3422: dtype of self",
+        .what = "ops.yaml:3448: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1940,
+        .call = error_maybe_multiply_1950,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3433: dtype of self",
+        .what = "ops.yaml:3459: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1943,
+        .call = error_sum_to_1953,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -3623,638 +3623,628 @@ def case_607(self):
 
 
 def case_608(self):
-    """chunk (ops.yaml:1916 sample 0)"""
+    """split_with_sizes (ops.yaml:1916 sample 0)"""
+    split_sizes = [2, 3]
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_609(self):
+    """split_with_sizes (ops.yaml:1916 sample 1)"""
+    split_sizes = [1, 0, 5]
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_610(self):
+    """split_with_sizes (ops.yaml:1916 sample 2)"""
+    split_sizes = [1, 3]
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_611(self):
+    """split_with_sizes (ops.yaml:1916 sample 3)"""
+    split_sizes = [0, 0]
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
+
+
+def case_612(self):
+    """chunk (ops.yaml:1929 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_609(self):
-    """chunk (ops.yaml:1916 sample 1)"""
+def case_613(self):
+    """chunk (ops.yaml:1929 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_610(self):
-    """chunk (ops.yaml:1916 sample 2)"""
+def case_614(self):
+    """chunk (ops.yaml:1929 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_611(self):
-    """chunk (ops.yaml:1916 sample 3)"""
+def case_615(self):
+    """chunk (ops.yaml:1929 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_612(self):
-    """unbind.int (ops.yaml:1929 sample 0)"""
+def case_616(self):
+    """unbind.int (ops.yaml:1942 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_613(self):
-    """unbind.int (ops.yaml:1929 sample 1)"""
+def case_617(self):
+    """unbind.int (ops.yaml:1942 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_614(self):
-    """unbind.int (ops.yaml:1929 sample 2)"""
+def case_618(self):
+    """unbind.int (ops.yaml:1942 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_615(self):
-    """unbind.int (ops.yaml:1929 sample 3)"""
+def case_619(self):
+    """unbind.int (ops.yaml:1942 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_616(self, index):
-    """index_select (ops.yaml:1946 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_617(self, index):
-    """index_select (ops.yaml:1946 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_618(self, index):
-    """index_select (ops.yaml:1946 sample 2)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_619(self, index):
-    """index_select (ops.yaml:1946 sample 3)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
 def case_620(self, index):
-    """index_select (ops.yaml:1946 sample 4)"""
+    """index_select (ops.yaml:1959 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_621(self, index):
-    """index_select (ops.yaml:1946 sample 5)"""
+    """index_select (ops.yaml:1959 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_622(self, index):
+    """index_select (ops.yaml:1959 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_623(self, index):
+    """index_select (ops.yaml:1959 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_622(self, index, source):
-    """index_add (ops.yaml:1970 sample 0)"""
+def case_624(self, index):
+    """index_select (ops.yaml:1959 sample 4)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_623(self, index, source):
-    """index_add (ops.yaml:1970 sample 1)"""
-    dim = 1
-    alpha = 2.5
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_624(self, index, source):
-    """index_add (ops.yaml:1970 sample 2)"""
+def case_625(self, index):
+    """index_select (ops.yaml:1959 sample 5)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_625(self, index, source):
-    """index_add (ops.yaml:1970 sample 3)"""
-    dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_626(self, index, source):
-    """index_add (ops.yaml:1970 sample 4)"""
+    """index_add (ops.yaml:1983 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_627(self, index, source):
-    """index_copy (ops.yaml:1985 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:1983 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_628(self, index, source):
-    """index_copy (ops.yaml:1985 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:1983 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_629(self, index, source):
-    """index_copy (ops.yaml:1985 sample 2)"""
+    """index_add (ops.yaml:1983 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_630(self, index, source):
+    """index_add (ops.yaml:1983 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_631(self, index, source):
+    """index_copy (ops.yaml:1998 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_632(self, index, source):
+    """index_copy (ops.yaml:1998 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_630(self, index):
-    """gather (ops.yaml:1998 sample 0)"""
+def case_633(self, index, source):
+    """index_copy (ops.yaml:1998 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_634(self, index):
+    """gather (ops.yaml:2011 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_631(self, index):
-    """gather (ops.yaml:1998 sample 1)"""
+def case_635(self, index):
+    """gather (ops.yaml:2011 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_632(self, index):
-    """gather (ops.yaml:1998 sample 2)"""
+def case_636(self, index):
+    """gather (ops.yaml:2011 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_633(self, index):
-    """gather (ops.yaml:1998 sample 3)"""
+def case_637(self, index):
+    """gather (ops.yaml:2011 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_634(self, index):
-    """gather (ops.yaml:1998 sample 4)"""
+def case_638(self, index):
+    """gather (ops.yaml:2011 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_635(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 0)"""
+def case_639(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_636(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 1)"""
+def case_640(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_637(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 2)"""
+def case_641(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_638(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 3)"""
+def case_642(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_639(self, index):
-    """scatter.value (ops.yaml:2042 sample 0)"""
+def case_643(self, index):
+    """scatter.value (ops.yaml:2055 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_640(self, index):
-    """scatter.value (ops.yaml:2042 sample 1)"""
+def case_644(self, index):
+    """scatter.value (ops.yaml:2055 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_641(self, index):
-    """scatter.value (ops.yaml:2042 sample 2)"""
+def case_645(self, index):
+    """scatter.value (ops.yaml:2055 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_642(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 0)"""
+def case_646(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_643(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 1)"""
+def case_647(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_644(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 2)"""
+def case_648(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_645(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 3)"""
+def case_649(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_646(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 4)"""
+def case_650(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_647(weight, indices):
-    """embedding (ops.yaml:2074 sample 0)"""
+def case_651(weight, indices):
+    """embedding (ops.yaml:2087 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_648(weight, indices):
-    """embedding (ops.yaml:2074 sample 1)"""
+def case_652(weight, indices):
+    """embedding (ops.yaml:2087 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_649(weight, indices):
-    """embedding (ops.yaml:2074 sample 2)"""
+def case_653(weight, indices):
+    """embedding (ops.yaml:2087 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_650(weight, indices):
-    """embedding (ops.yaml:2074 sample 3)"""
+def case_654(weight, indices):
+    """embedding (ops.yaml:2087 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_651(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2088 sample 0)"""
+def case_655(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2101 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_652(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2088 sample 1)"""
+def case_656(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2101 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_653(self):
-    """one_hot (ops.yaml:2115 sample 0)"""
+def case_657(self):
+    """one_hot (ops.yaml:2128 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_654(self):
-    """one_hot (ops.yaml:2115 sample 1)"""
+def case_658(self):
+    """one_hot (ops.yaml:2128 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_655(self):
-    """one_hot (ops.yaml:2115 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_656(self):
-    """one_hot (ops.yaml:2115 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_657(self):
-    """nonzero (ops.yaml:2127 sample 0)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_658(self):
-    """nonzero (ops.yaml:2127 sample 1)"""
-    return torch.ops.aten.nonzero(self)
-
-
 def case_659(self):
-    """nonzero (ops.yaml:2127 sample 2)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2128 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_660(self):
-    """nonzero (ops.yaml:2127 sample 3)"""
+    """one_hot (ops.yaml:2128 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_661(self):
+    """nonzero (ops.yaml:2140 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_661(self, mask):
-    """masked_select (ops.yaml:2140 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_662(self):
+    """nonzero (ops.yaml:2140 sample 1)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_662(self, mask):
-    """masked_select (ops.yaml:2140 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_663(self):
+    """nonzero (ops.yaml:2140 sample 2)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_663(self, mask):
-    """masked_select (ops.yaml:2140 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_664(self, mask):
-    """masked_select (ops.yaml:2140 sample 3)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_664(self):
+    """nonzero (ops.yaml:2140 sample 3)"""
+    return torch.ops.aten.nonzero(self)
 
 
 def case_665(self, mask):
-    """masked_select (ops.yaml:2140 sample 4)"""
+    """masked_select (ops.yaml:2153 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_666(self):
-    """argsort (ops.yaml:2155 sample 0)"""
+def case_666(self, mask):
+    """masked_select (ops.yaml:2153 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_667(self, mask):
+    """masked_select (ops.yaml:2153 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_668(self, mask):
+    """masked_select (ops.yaml:2153 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_669(self, mask):
+    """masked_select (ops.yaml:2153 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_670(self):
+    """argsort (ops.yaml:2168 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_667(self):
-    """argsort (ops.yaml:2155 sample 1)"""
+def case_671(self):
+    """argsort (ops.yaml:2168 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_668(self):
-    """argsort (ops.yaml:2155 sample 2)"""
+def case_672(self):
+    """argsort (ops.yaml:2168 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_669(self):
-    """argsort (ops.yaml:2155 sample 3)"""
+def case_673(self):
+    """argsort (ops.yaml:2168 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_670(self):
-    """argsort (ops.yaml:2155 sample 4)"""
+def case_674(self):
+    """argsort (ops.yaml:2168 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_671(self, indices_0):
-    """index.Tensor (ops.yaml:2169 sample 0)"""
+def case_675(self):
+    """argsort.stable (ops.yaml:2184 sample 0)"""
+    stable = True
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_676(self):
+    """argsort.stable (ops.yaml:2184 sample 1)"""
+    stable = False
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_677(self, indices_0):
+    """index.Tensor (ops.yaml:2195 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_672(self, indices_1):
-    """index.Tensor (ops.yaml:2169 sample 1)"""
+def case_678(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_673(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2169 sample 2)"""
+def case_679(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2195 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_674(self, indices_0):
-    """index.Tensor (ops.yaml:2169 sample 3)"""
+def case_680(self, indices_0):
+    """index.Tensor (ops.yaml:2195 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_675(self, indices_1):
-    """index.Tensor (ops.yaml:2169 sample 4)"""
+def case_681(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_676(self, indices_1):
-    """index.Tensor (ops.yaml:2169 sample 5)"""
+def case_682(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_677(self, indices_0, values):
-    """index_put (ops.yaml:2184 sample 0)"""
+def case_683(self, indices_0, values):
+    """index_put (ops.yaml:2210 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_678(self, indices_1, values):
-    """index_put (ops.yaml:2184 sample 1)"""
+def case_684(self, indices_1, values):
+    """index_put (ops.yaml:2210 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_679(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2184 sample 2)"""
+def case_685(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2210 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_680(self, indices_0, values):
-    """index_put (ops.yaml:2184 sample 3)"""
+def case_686(self, indices_0, values):
+    """index_put (ops.yaml:2210 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_681(self, indices_1, values):
-    """index_put (ops.yaml:2184 sample 4)"""
+def case_687(self, indices_1, values):
+    """index_put (ops.yaml:2210 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_682(self):
-    """sort (ops.yaml:2199 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_683(self):
-    """sort (ops.yaml:2199 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_684(self):
-    """sort (ops.yaml:2199 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_685(self):
-    """sort (ops.yaml:2199 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_686(self):
-    """sort (ops.yaml:2199 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_687(self):
-    """sort (ops.yaml:2199 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
 def case_688(self):
-    """sort (ops.yaml:2199 sample 3 result values)"""
+    """sort (ops.yaml:2225 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_689(self):
-    """sort (ops.yaml:2199 sample 3 result indices)"""
+    """sort (ops.yaml:2225 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_690(self):
-    """sort (ops.yaml:2199 sample 4 result values)"""
+    """sort (ops.yaml:2225 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_691(self):
+    """sort (ops.yaml:2225 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_692(self):
+    """sort (ops.yaml:2225 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_693(self):
+    """sort (ops.yaml:2225 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_694(self):
+    """sort (ops.yaml:2225 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_691(self):
-    """sort (ops.yaml:2199 sample 4 result indices)"""
+def case_695(self):
+    """sort (ops.yaml:2225 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_692(self):
-    """sort.stable (ops.yaml:2215 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_693(self):
-    """sort.stable (ops.yaml:2215 sample 0 result indices)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
-def case_694(self):
-    """sort.stable (ops.yaml:2215 sample 1 result values)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_695(self):
-    """sort.stable (ops.yaml:2215 sample 1 result indices)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
 def case_696(self):
-    """topk (ops.yaml:2229 sample 0 result values)"""
-    k = 2
+    """sort (ops.yaml:2225 sample 4 result values)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_697(self):
-    """topk (ops.yaml:2229 sample 0 result indices)"""
-    k = 2
+    """sort (ops.yaml:2225 sample 4 result indices)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_698(self):
-    """topk (ops.yaml:2229 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2241 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_699(self):
-    """topk (ops.yaml:2229 sample 1 result indices)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2241 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_700(self):
-    """topk (ops.yaml:2229 sample 2 result values)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2241 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_701(self):
-    """topk (ops.yaml:2229 sample 2 result indices)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2241 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_702(self):
-    """topk (ops.yaml:2229 sample 3 result values)"""
-    k = 0
+    """topk (ops.yaml:2255 sample 0 result values)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4262,8 +4252,8 @@ def case_702(self):
 
 
 def case_703(self):
-    """topk (ops.yaml:2229 sample 3 result indices)"""
-    k = 0
+    """topk (ops.yaml:2255 sample 0 result indices)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4271,7 +4261,61 @@ def case_703(self):
 
 
 def case_704(self):
-    """topk (ops.yaml:2229 sample 4 result values)"""
+    """topk (ops.yaml:2255 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_705(self):
+    """topk (ops.yaml:2255 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_706(self):
+    """topk (ops.yaml:2255 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_707(self):
+    """topk (ops.yaml:2255 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_708(self):
+    """topk (ops.yaml:2255 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_709(self):
+    """topk (ops.yaml:2255 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_710(self):
+    """topk (ops.yaml:2255 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4279,8 +4323,8 @@ def case_704(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_705(self):
-    """topk (ops.yaml:2229 sample 4 result indices)"""
+def case_711(self):
+    """topk (ops.yaml:2255 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4288,8 +4332,8 @@ def case_705(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_706(self):
-    """avg_pool2d (ops.yaml:2251 sample 0)"""
+def case_712(self):
+    """avg_pool2d (ops.yaml:2277 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4299,8 +4343,8 @@ def case_706(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_707(self):
-    """avg_pool2d (ops.yaml:2251 sample 1)"""
+def case_713(self):
+    """avg_pool2d (ops.yaml:2277 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4310,8 +4354,8 @@ def case_707(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_708(self):
-    """avg_pool2d (ops.yaml:2251 sample 2)"""
+def case_714(self):
+    """avg_pool2d (ops.yaml:2277 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4321,8 +4365,8 @@ def case_708(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_709(self):
-    """avg_pool2d (ops.yaml:2251 sample 3)"""
+def case_715(self):
+    """avg_pool2d (ops.yaml:2277 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4332,32 +4376,32 @@ def case_709(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_710(self):
-    """adaptive_avg_pool2d (ops.yaml:2270 sample 0)"""
+def case_716(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_711(self):
-    """adaptive_avg_pool2d (ops.yaml:2270 sample 1)"""
+def case_717(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_712(self):
-    """adaptive_avg_pool2d (ops.yaml:2270 sample 2)"""
+def case_718(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_713(self):
-    """adaptive_avg_pool2d (ops.yaml:2270 sample 3)"""
+def case_719(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_714(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2285 sample 0)"""
+def case_720(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2311 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4367,8 +4411,8 @@ def case_714(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_715(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2285 sample 1)"""
+def case_721(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2311 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4378,14 +4422,14 @@ def case_715(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_716(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2298 sample 0)"""
+def case_722(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2324 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_717(input, weight, bias):
-    """conv2d (ops.yaml:2345 sample 0)"""
+def case_723(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4393,8 +4437,8 @@ def case_717(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_718(input, weight, bias):
-    """conv2d (ops.yaml:2345 sample 1)"""
+def case_724(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4402,8 +4446,8 @@ def case_718(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_719(input, weight, bias):
-    """conv2d (ops.yaml:2345 sample 2)"""
+def case_725(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4411,8 +4455,8 @@ def case_719(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_720(input, weight, bias):
-    """conv2d (ops.yaml:2345 sample 3)"""
+def case_726(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4420,8 +4464,8 @@ def case_720(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_721(input, weight, bias):
-    """conv2d (ops.yaml:2345 sample 4)"""
+def case_727(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4429,8 +4473,8 @@ def case_721(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_722(input, weight):
-    """conv2d (ops.yaml:2345 sample 5)"""
+def case_728(input, weight):
+    """conv2d (ops.yaml:2371 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4439,8 +4483,8 @@ def case_722(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_723(input, weight, bias):
-    """conv2d.padding (ops.yaml:2367 sample 0)"""
+def case_729(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4448,8 +4492,8 @@ def case_723(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_724(input, weight, bias):
-    """conv2d.padding (ops.yaml:2367 sample 1)"""
+def case_730(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4457,8 +4501,8 @@ def case_724(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_725(input, weight, bias):
-    """conv2d.padding (ops.yaml:2367 sample 2)"""
+def case_731(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4466,8 +4510,8 @@ def case_725(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_726(input, weight, bias):
-    """conv1d (ops.yaml:2387 sample 0)"""
+def case_732(input, weight, bias):
+    """conv1d (ops.yaml:2413 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4475,8 +4519,8 @@ def case_726(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_727(input, weight, bias):
-    """conv1d (ops.yaml:2387 sample 1)"""
+def case_733(input, weight, bias):
+    """conv1d (ops.yaml:2413 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4484,8 +4528,8 @@ def case_727(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_728(input, weight, bias):
-    """conv1d (ops.yaml:2387 sample 2)"""
+def case_734(input, weight, bias):
+    """conv1d (ops.yaml:2413 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4493,8 +4537,8 @@ def case_728(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_729(input, weight, bias):
-    """conv1d.padding (ops.yaml:2406 sample 0)"""
+def case_735(input, weight, bias):
+    """conv1d.padding (ops.yaml:2432 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4502,8 +4546,8 @@ def case_729(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_730(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2424 sample 0)"""
+def case_736(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4512,8 +4556,8 @@ def case_730(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_731(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2424 sample 1)"""
+def case_737(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4522,8 +4566,8 @@ def case_731(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_732(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2424 sample 2)"""
+def case_738(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4532,8 +4576,8 @@ def case_732(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_733(input, weight):
-    """conv_transpose2d.input (ops.yaml:2424 sample 3)"""
+def case_739(input, weight):
+    """conv_transpose2d.input (ops.yaml:2450 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4543,8 +4587,8 @@ def case_733(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_734(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2440 sample 0)"""
+def case_740(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2466 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4553,8 +4597,8 @@ def case_734(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_735(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2440 sample 1)"""
+def case_741(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2466 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4563,8 +4607,8 @@ def case_735(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_736(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2453 sample 0)"""
+def case_742(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2479 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4573,8 +4617,8 @@ def case_736(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_737(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2453 sample 1)"""
+def case_743(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2479 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4583,79 +4627,19 @@ def case_737(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_738(grad_output):
-    """conv2d_backward_bias (ops.yaml:2467 sample 0)"""
+def case_744(grad_output):
+    """conv2d_backward_bias (ops.yaml:2493 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_739(grad_output):
-    """conv2d_backward_bias (ops.yaml:2467 sample 1)"""
+def case_745(grad_output):
+    """conv2d_backward_bias (ops.yaml:2493 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_740(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_741(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_742(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_743(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_744(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_745(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 2 result indices)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_746(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 3 result values)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2511 sample 0 result values)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4664,8 +4648,8 @@ def case_746(self):
 
 
 def case_747(self):
-    """max_pool2d_with_indices (ops.yaml:2485 sample 3 result indices)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2511 sample 0 result indices)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4674,7 +4658,67 @@ def case_747(self):
 
 
 def case_748(self):
-    """max_pool2d (ops.yaml:2503 sample 0)"""
+    """max_pool2d_with_indices (ops.yaml:2511 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_749(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_750(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_751(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_752(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_753(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_754(self):
+    """max_pool2d (ops.yaml:2529 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4683,8 +4727,8 @@ def case_748(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_749(self):
-    """max_pool2d (ops.yaml:2503 sample 1)"""
+def case_755(self):
+    """max_pool2d (ops.yaml:2529 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4693,8 +4737,8 @@ def case_749(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_750(self):
-    """max_pool2d (ops.yaml:2503 sample 2)"""
+def case_756(self):
+    """max_pool2d (ops.yaml:2529 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4703,16 +4747,16 @@ def case_750(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_751(input, weight, bias):
-    """layer_norm (ops.yaml:2528 sample 0)"""
+def case_757(input, weight, bias):
+    """layer_norm (ops.yaml:2554 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_752(input, weight):
-    """layer_norm (ops.yaml:2528 sample 1)"""
+def case_758(input, weight):
+    """layer_norm (ops.yaml:2554 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4720,8 +4764,8 @@ def case_752(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_753(input, bias):
-    """layer_norm (ops.yaml:2528 sample 2)"""
+def case_759(input, bias):
+    """layer_norm (ops.yaml:2554 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4729,16 +4773,16 @@ def case_753(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_754(input, weight, bias):
-    """layer_norm (ops.yaml:2528 sample 3)"""
+def case_760(input, weight, bias):
+    """layer_norm (ops.yaml:2554 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_755(input):
-    """layer_norm (ops.yaml:2528 sample 4)"""
+def case_761(input):
+    """layer_norm (ops.yaml:2554 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4747,16 +4791,16 @@ def case_755(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_756(input, weight, bias):
-    """group_norm (ops.yaml:2555 sample 0)"""
+def case_762(input, weight, bias):
+    """group_norm (ops.yaml:2581 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_757(input, weight):
-    """group_norm (ops.yaml:2555 sample 1)"""
+def case_763(input, weight):
+    """group_norm (ops.yaml:2581 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4764,8 +4808,8 @@ def case_757(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_758(input, bias):
-    """group_norm (ops.yaml:2555 sample 2)"""
+def case_764(input, bias):
+    """group_norm (ops.yaml:2581 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4773,16 +4817,16 @@ def case_758(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_759(input, weight, bias):
-    """group_norm (ops.yaml:2555 sample 3)"""
+def case_765(input, weight, bias):
+    """group_norm (ops.yaml:2581 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_760(input):
-    """group_norm (ops.yaml:2555 sample 4)"""
+def case_766(input):
+    """group_norm (ops.yaml:2581 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4791,37 +4835,37 @@ def case_760(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_761(input, weight):
-    """rms_norm (ops.yaml:2579 sample 0)"""
+def case_767(input, weight):
+    """rms_norm (ops.yaml:2605 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_762(input):
-    """rms_norm (ops.yaml:2579 sample 1)"""
+def case_768(input):
+    """rms_norm (ops.yaml:2605 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_763(input, weight):
-    """rms_norm (ops.yaml:2579 sample 2)"""
+def case_769(input, weight):
+    """rms_norm (ops.yaml:2605 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_764(input, weight):
-    """rms_norm (ops.yaml:2579 sample 3)"""
+def case_770(input, weight):
+    """rms_norm (ops.yaml:2605 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_765(input, weight, bias):
-    """batch_norm (ops.yaml:2613 sample 0)"""
+def case_771(input, weight, bias):
+    """batch_norm (ops.yaml:2639 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4831,8 +4875,8 @@ def case_765(input, weight, bias):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_766(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2613 sample 1)"""
+def case_772(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4842,8 +4886,8 @@ def case_766(input, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_767(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2613 sample 2)"""
+def case_773(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4852,8 +4896,8 @@ def case_767(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_768(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2613 sample 3)"""
+def case_774(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4862,8 +4906,8 @@ def case_768(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_769(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2613 sample 4)"""
+def case_775(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4872,8 +4916,8 @@ def case_769(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_770(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2613 sample 5)"""
+def case_776(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4882,23 +4926,23 @@ def case_770(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_771(input, weight, bias):
-    """row_norm (ops.yaml:2647 sample 0)"""
+def case_777(input, weight, bias):
+    """row_norm (ops.yaml:2673 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_772(input, weight):
-    """row_norm (ops.yaml:2647 sample 1)"""
+def case_778(input, weight):
+    """row_norm (ops.yaml:2673 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_773(input, weight, bias):
-    """batch_norm_training (ops.yaml:2678 sample 0)"""
+def case_779(input, weight, bias):
+    """batch_norm_training (ops.yaml:2704 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -4906,8 +4950,8 @@ def case_773(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_774(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2678 sample 1)"""
+def case_780(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2704 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -4915,418 +4959,418 @@ def case_774(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_775(self):
-    """softmax.int (ops.yaml:2835 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_776(self):
-    """softmax.int (ops.yaml:2835 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_777(self):
-    """softmax.int (ops.yaml:2835 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_778(self):
-    """softmax.int (ops.yaml:2835 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_779(self):
-    """softmax.int (ops.yaml:2835 sample 4)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_780(self):
-    """log_softmax.int (ops.yaml:2853 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
 def case_781(self):
-    """log_softmax.int (ops.yaml:2853 sample 1)"""
-    dim = 0
+    """softmax.int (ops.yaml:2861 sample 0)"""
+    dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_782(self):
-    """log_softmax.int (ops.yaml:2853 sample 2)"""
+    """softmax.int (ops.yaml:2861 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_783(self):
+    """softmax.int (ops.yaml:2861 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_784(self):
+    """softmax.int (ops.yaml:2861 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_785(self):
+    """softmax.int (ops.yaml:2861 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_786(self):
+    """log_softmax.int (ops.yaml:2879 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_787(self):
+    """log_softmax.int (ops.yaml:2879 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_788(self):
+    """log_softmax.int (ops.yaml:2879 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_783(self):
-    """log_softmax.int (ops.yaml:2853 sample 3)"""
+def case_789(self):
+    """log_softmax.int (ops.yaml:2879 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_784(self):
-    """log_softmax.int (ops.yaml:2853 sample 4)"""
+def case_790(self):
+    """log_softmax.int (ops.yaml:2879 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_785(grad_output, output):
-    """softmax_backward_data (ops.yaml:2871 sample 0)"""
+def case_791(grad_output, output):
+    """softmax_backward_data (ops.yaml:2897 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_786(grad_output, output):
-    """softmax_backward_data (ops.yaml:2871 sample 1)"""
+def case_792(grad_output, output):
+    """softmax_backward_data (ops.yaml:2897 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_787(grad_output, output):
-    """softmax_backward_data (ops.yaml:2871 sample 2)"""
+def case_793(grad_output, output):
+    """softmax_backward_data (ops.yaml:2897 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_788(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2888 sample 0)"""
+def case_794(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2914 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_789(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2888 sample 1)"""
+def case_795(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2914 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_790(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2888 sample 2)"""
+def case_796(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2914 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_791(input):
-    """dropout (ops.yaml:2927 sample 0)"""
+def case_797(input):
+    """dropout (ops.yaml:2953 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_792(input):
-    """dropout (ops.yaml:2927 sample 1)"""
+def case_798(input):
+    """dropout (ops.yaml:2953 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_793(input):
-    """dropout (ops.yaml:2927 sample 2)"""
+def case_799(input):
+    """dropout (ops.yaml:2953 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_794(input):
-    """dropout (ops.yaml:2927 sample 3)"""
+def case_800(input):
+    """dropout (ops.yaml:2953 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_795(input):
-    """dropout (ops.yaml:2927 sample 4)"""
+def case_801(input):
+    """dropout (ops.yaml:2953 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_796(self, target):
-    """mse_loss (ops.yaml:2941 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_797(self, target):
-    """mse_loss (ops.yaml:2941 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_798(self, target):
-    """mse_loss (ops.yaml:2941 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_799(self, target):
-    """mse_loss (ops.yaml:2941 sample 3)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_800(self, target):
-    """mse_loss (ops.yaml:2941 sample 4)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_801(self, target):
-    """l1_loss (ops.yaml:2956 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_802(self, target):
-    """l1_loss (ops.yaml:2956 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    """mse_loss (ops.yaml:2967 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_803(self, target):
-    """l1_loss (ops.yaml:2956 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    """mse_loss (ops.yaml:2967 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_804(self, target):
-    """l1_loss (ops.yaml:2956 sample 3)"""
+    """mse_loss (ops.yaml:2967 sample 2)"""
     reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_805(self, target):
-    """l1_loss (ops.yaml:2956 sample 4)"""
+    """mse_loss (ops.yaml:2967 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_806(self, target):
+    """mse_loss (ops.yaml:2967 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_807(self, target):
+    """l1_loss (ops.yaml:2982 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_808(self, target):
+    """l1_loss (ops.yaml:2982 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_809(self, target):
+    """l1_loss (ops.yaml:2982 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_806(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 0)"""
+def case_810(self, target):
+    """l1_loss (ops.yaml:2982 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_811(self, target):
+    """l1_loss (ops.yaml:2982 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_812(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_807(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 1)"""
+def case_813(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_808(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 2)"""
+def case_814(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_809(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 3)"""
+def case_815(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_810(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 4)"""
+def case_816(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_811(self, target):
-    """smooth_l1_loss (ops.yaml:2971 sample 5)"""
+def case_817(self, target):
+    """smooth_l1_loss (ops.yaml:2997 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_812(self, target):
-    """huber_loss (ops.yaml:2987 sample 0)"""
+def case_818(self, target):
+    """huber_loss (ops.yaml:3013 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_813(self, target):
-    """huber_loss (ops.yaml:2987 sample 1)"""
+def case_819(self, target):
+    """huber_loss (ops.yaml:3013 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_814(self, target):
-    """huber_loss (ops.yaml:2987 sample 2)"""
+def case_820(self, target):
+    """huber_loss (ops.yaml:3013 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_815(self, target):
-    """huber_loss (ops.yaml:2987 sample 3)"""
+def case_821(self, target):
+    """huber_loss (ops.yaml:3013 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_816(self, target):
-    """huber_loss (ops.yaml:2987 sample 4)"""
+def case_822(self, target):
+    """huber_loss (ops.yaml:3013 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_817(self, target):
-    """binary_cross_entropy (ops.yaml:3003 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_818(self, target):
-    """binary_cross_entropy (ops.yaml:3003 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_819(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3003 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_820(self, target):
-    """binary_cross_entropy (ops.yaml:3003 sample 3)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_821(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3003 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_822(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3003 sample 5)"""
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_823(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3029 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_824(self, target):
+    """binary_cross_entropy (ops.yaml:3029 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_825(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3029 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_826(self, target):
+    """binary_cross_entropy (ops.yaml:3029 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_827(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3029 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_828(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3029 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_829(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_824(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 1)"""
+def case_830(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_825(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 2)"""
+def case_831(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_826(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 3)"""
+def case_832(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_827(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 4)"""
+def case_833(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_828(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3019 sample 5)"""
+def case_834(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_829(self, target):
-    """nll_loss (ops.yaml:3042 sample 0)"""
+def case_835(self, target):
+    """nll_loss (ops.yaml:3068 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_830(self, target, weight):
-    """nll_loss (ops.yaml:3042 sample 1)"""
+def case_836(self, target, weight):
+    """nll_loss (ops.yaml:3068 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_831(self, target, weight):
-    """nll_loss (ops.yaml:3042 sample 2)"""
+def case_837(self, target, weight):
+    """nll_loss (ops.yaml:3068 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_832(self, target):
-    """nll_loss (ops.yaml:3042 sample 3)"""
+def case_838(self, target):
+    """nll_loss (ops.yaml:3068 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_833(self, target, weight):
-    """nll_loss (ops.yaml:3042 sample 4)"""
+def case_839(self, target, weight):
+    """nll_loss (ops.yaml:3068 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_834(self, target):
-    """nll_loss (ops.yaml:3042 sample 5)"""
+def case_840(self, target):
+    """nll_loss (ops.yaml:3068 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_835(self, target):
-    """cross_entropy_loss (ops.yaml:3065 sample 0)"""
+def case_841(self, target):
+    """cross_entropy_loss (ops.yaml:3091 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5334,32 +5378,32 @@ def case_835(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_836(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 1)"""
+def case_842(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_837(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 2)"""
+def case_843(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_838(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 3)"""
+def case_844(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_839(self, target):
-    """cross_entropy_loss (ops.yaml:3065 sample 4)"""
+def case_845(self, target):
+    """cross_entropy_loss (ops.yaml:3091 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5367,8 +5411,8 @@ def case_839(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_840(self, target):
-    """cross_entropy_loss (ops.yaml:3065 sample 5)"""
+def case_846(self, target):
+    """cross_entropy_loss (ops.yaml:3091 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5376,16 +5420,16 @@ def case_840(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_841(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 6)"""
+def case_847(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_842(self, target):
-    """cross_entropy_loss (ops.yaml:3065 sample 7)"""
+def case_848(self, target):
+    """cross_entropy_loss (ops.yaml:3091 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5393,24 +5437,24 @@ def case_842(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_843(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 8)"""
+def case_849(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_844(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 9)"""
+def case_850(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_845(self, target):
-    """cross_entropy_loss (ops.yaml:3065 sample 10)"""
+def case_851(self, target):
+    """cross_entropy_loss (ops.yaml:3091 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5418,16 +5462,16 @@ def case_845(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_846(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3065 sample 11)"""
+def case_852(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3091 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_847(self, target):
-    """cross_entropy_index (ops.yaml:3090 sample 0)"""
+def case_853(self, target):
+    """cross_entropy_index (ops.yaml:3116 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5435,8 +5479,8 @@ def case_847(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_848(self, target):
-    """cross_entropy_index (ops.yaml:3090 sample 1)"""
+def case_854(self, target):
+    """cross_entropy_index (ops.yaml:3116 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5444,8 +5488,8 @@ def case_848(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_849(self, target):
-    """cross_entropy_index (ops.yaml:3090 sample 2)"""
+def case_855(self, target):
+    """cross_entropy_index (ops.yaml:3116 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5453,8 +5497,8 @@ def case_849(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_850(self, target):
-    """cross_entropy_index (ops.yaml:3090 sample 3)"""
+def case_856(self, target):
+    """cross_entropy_index (ops.yaml:3116 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5462,8 +5506,8 @@ def case_850(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_851(self, target):
-    """cross_entropy_index (ops.yaml:3090 sample 4)"""
+def case_857(self, target):
+    """cross_entropy_index (ops.yaml:3116 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5471,8 +5515,8 @@ def case_851(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_852(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 0)"""
+def case_858(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3153 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5480,24 +5524,24 @@ def case_852(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_853(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 1)"""
+def case_859(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3153 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_854(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 2)"""
+def case_860(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3153 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_855(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 3)"""
+def case_861(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3153 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5505,123 +5549,123 @@ def case_855(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_856(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 4)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_857(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 5)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_858(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3127 sample 6)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_859(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 0 result output)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
-def case_860(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 0 result attn)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
-
-
-def case_861(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 1 result output)"""
-    scale = 1.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
 def case_862(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 1 result attn)"""
-    scale = 1.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+    """scaled_dot_product_attention (ops.yaml:3153 sample 4)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_863(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 2 result output)"""
-    scale = 0.25
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+    """scaled_dot_product_attention (ops.yaml:3153 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_864(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 2 result attn)"""
-    scale = 0.25
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+    """scaled_dot_product_attention (ops.yaml:3153 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_865(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 3 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_866(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3155 sample 3 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_867():
-    """empty (ops.yaml:3185 sample 0)"""
+def case_867(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 1 result output)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_868(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 1 result attn)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_869(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 2 result output)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_870(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 2 result attn)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_871(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 3 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_872(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3181 sample 3 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_873():
+    """empty (ops.yaml:3211 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_868():
-    """empty (ops.yaml:3185 sample 1)"""
+def case_874():
+    """empty (ops.yaml:3211 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_869():
-    """empty (ops.yaml:3185 sample 2)"""
+def case_875():
+    """empty (ops.yaml:3211 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_870():
-    """zeros (ops.yaml:3192 sample 0)"""
+def case_876():
+    """zeros (ops.yaml:3218 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_871():
-    """ones (ops.yaml:3200 sample 0)"""
+def case_877():
+    """ones (ops.yaml:3226 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_872():
-    """full (ops.yaml:3215 sample 0)"""
+def case_878():
+    """full (ops.yaml:3241 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5629,8 +5673,8 @@ def case_872():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_873():
-    """full (ops.yaml:3215 sample 1)"""
+def case_879():
+    """full (ops.yaml:3241 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5638,8 +5682,8 @@ def case_873():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_874():
-    """full (ops.yaml:3215 sample 2)"""
+def case_880():
+    """full (ops.yaml:3241 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5647,71 +5691,71 @@ def case_874():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_875(self):
-    """empty_like (ops.yaml:3226 sample 0)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_876(self):
-    """empty_like (ops.yaml:3226 sample 1)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_877(self):
-    """empty_like (ops.yaml:3226 sample 2)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_878(self):
-    """ones_like (ops.yaml:3246 sample 0)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
-def case_879(self):
-    """ones_like (ops.yaml:3246 sample 1)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
-def case_880(self):
-    """ones_like (ops.yaml:3246 sample 2)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
 def case_881(self):
-    """ones_like (ops.yaml:3246 sample 3)"""
+    """empty_like (ops.yaml:3252 sample 0)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_882(self):
+    """empty_like (ops.yaml:3252 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_883(self):
+    """empty_like (ops.yaml:3252 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_884(self):
+    """ones_like (ops.yaml:3272 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_885(self):
+    """ones_like (ops.yaml:3272 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_886(self):
+    """ones_like (ops.yaml:3272 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_887(self):
+    """ones_like (ops.yaml:3272 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_882(self):
-    """full_like (ops.yaml:3258 sample 0)"""
+def case_888(self):
+    """full_like (ops.yaml:3284 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_883(self):
-    """full_like (ops.yaml:3258 sample 1)"""
+def case_889(self):
+    """full_like (ops.yaml:3284 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_884(self):
-    """full_like (ops.yaml:3258 sample 2)"""
+def case_890(self):
+    """full_like (ops.yaml:3284 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_885():
-    """arange (ops.yaml:3263 sample 0)"""
+def case_891():
+    """arange (ops.yaml:3289 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5720,8 +5764,8 @@ def case_885():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_886():
-    """linspace (ops.yaml:3278 sample 0)"""
+def case_892():
+    """linspace (ops.yaml:3304 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5730,8 +5774,8 @@ def case_886():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_887():
-    """linspace (ops.yaml:3278 sample 1)"""
+def case_893():
+    """linspace (ops.yaml:3304 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5740,8 +5784,8 @@ def case_887():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_888():
-    """linspace (ops.yaml:3278 sample 2)"""
+def case_894():
+    """linspace (ops.yaml:3304 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5750,24 +5794,24 @@ def case_888():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_889():
-    """eye (ops.yaml:3290 sample 0)"""
+def case_895():
+    """eye (ops.yaml:3316 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_890():
-    """eye (ops.yaml:3290 sample 1)"""
+def case_896():
+    """eye (ops.yaml:3316 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_891():
-    """eye.m (ops.yaml:3301 sample 0)"""
+def case_897():
+    """eye.m (ops.yaml:3327 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5775,8 +5819,8 @@ def case_891():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_892():
-    """eye.m (ops.yaml:3301 sample 1)"""
+def case_898():
+    """eye.m (ops.yaml:3327 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5784,8 +5828,8 @@ def case_892():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_893():
-    """rand (ops.yaml:3305 sample 0)"""
+def case_899():
+    """rand (ops.yaml:3331 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5793,8 +5837,8 @@ def case_893():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_894():
-    """randn (ops.yaml:3316 sample 0)"""
+def case_900():
+    """randn (ops.yaml:3342 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5802,36 +5846,36 @@ def case_894():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_895(self):
-    """rand_like (ops.yaml:3333 sample 0)"""
+def case_901(self):
+    """rand_like (ops.yaml:3359 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_896(self):
-    """rand_like (ops.yaml:3333 sample 1)"""
+def case_902(self):
+    """rand_like (ops.yaml:3359 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_897(self):
-    """randn_like (ops.yaml:3343 sample 0)"""
+def case_903(self):
+    """randn_like (ops.yaml:3369 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_898(self):
-    """randn_like (ops.yaml:3343 sample 1)"""
+def case_904(self):
+    """randn_like (ops.yaml:3369 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_899():
-    """randint (ops.yaml:3354 sample 0)"""
+def case_905():
+    """randint (ops.yaml:3380 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5840,8 +5884,8 @@ def case_899():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_900():
-    """randint (ops.yaml:3354 sample 1)"""
+def case_906():
+    """randint (ops.yaml:3380 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5850,8 +5894,8 @@ def case_900():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_901():
-    """randint.low (ops.yaml:3365 sample 0)"""
+def case_907():
+    """randint.low (ops.yaml:3391 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5861,8 +5905,8 @@ def case_901():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_902():
-    """randperm (ops.yaml:3375 sample 0)"""
+def case_908():
+    """randperm (ops.yaml:3401 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5870,8 +5914,8 @@ def case_902():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_903():
-    """randperm (ops.yaml:3375 sample 1)"""
+def case_909():
+    """randperm (ops.yaml:3401 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5879,95 +5923,95 @@ def case_903():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_904(self):
-    """bernoulli.p (ops.yaml:3392 sample 0)"""
+def case_910(self):
+    """bernoulli.p (ops.yaml:3418 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_905(self):
-    """bernoulli.p (ops.yaml:3392 sample 1)"""
+def case_911(self):
+    """bernoulli.p (ops.yaml:3418 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_906(self):
-    """bernoulli.p (ops.yaml:3392 sample 2)"""
+def case_912(self):
+    """bernoulli.p (ops.yaml:3418 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_907(self):
-    """normal (ops.yaml:3403 sample 0)"""
+def case_913(self):
+    """normal (ops.yaml:3429 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_908(self):
-    """normal (ops.yaml:3403 sample 1)"""
+def case_914(self):
+    """normal (ops.yaml:3429 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_909(self):
-    """normal (ops.yaml:3403 sample 2)"""
+def case_915(self):
+    """normal (ops.yaml:3429 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_910(self):
-    """uniform (ops.yaml:3415 sample 0)"""
+def case_916(self):
+    """uniform (ops.yaml:3441 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_911(self):
-    """uniform (ops.yaml:3415 sample 1)"""
+def case_917(self):
+    """uniform (ops.yaml:3441 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_912(self):
-    """uniform (ops.yaml:3415 sample 2)"""
+def case_918(self):
+    """uniform (ops.yaml:3441 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_913(self):
-    """maybe_multiply (ops.yaml:3428 sample 0)"""
+def case_919(self):
+    """maybe_multiply (ops.yaml:3454 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_914(self):
-    """maybe_multiply (ops.yaml:3428 sample 1)"""
+def case_920(self):
+    """maybe_multiply (ops.yaml:3454 sample 1)"""
     other = 1
     return self * other
 
 
-def case_915(self):
-    """sum_to (ops.yaml:3439 sample 0)"""
+def case_921(self):
+    """sum_to (ops.yaml:3465 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_916(self):
-    """sum_to (ops.yaml:3439 sample 1)"""
+def case_922(self):
+    """sum_to (ops.yaml:3465 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -7797,931 +7841,949 @@ CASES = [
     dict(op="split.Tensor", where="ops.yaml:1903 sample 3", fn=case_607, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 0", fn=case_608, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 0", fn=case_608, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 1", fn=case_609, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 1", fn=case_609, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 2", fn=case_610, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 2", fn=case_610, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 3", fn=case_611, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 3", fn=case_611, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 0", fn=case_612, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 0", fn=case_612, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 1", fn=case_613, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 1", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 2", fn=case_614, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 2", fn=case_614, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 3", fn=case_615, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 3", fn=case_615, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 0", fn=case_616, tensors=["self", "index"],
+    dict(op="unbind.int", where="ops.yaml:1942 sample 0", fn=case_616, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1942 sample 1", fn=case_617, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1942 sample 2", fn=case_618, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1942 sample 3", fn=case_619, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1959 sample 0", fn=case_620, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 1", fn=case_617, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 1", fn=case_621, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 2", fn=case_618, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 2", fn=case_622, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 3", fn=case_619, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 3", fn=case_623, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 4", fn=case_620, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 4", fn=case_624, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 5", fn=case_621, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 5", fn=case_625, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 0", fn=case_622, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 0", fn=case_626, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 1", fn=case_623, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 1", fn=case_627, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 2", fn=case_624, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 2", fn=case_628, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 3", fn=case_625, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 3", fn=case_629, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 4", fn=case_626, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 4", fn=case_630, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 0", fn=case_627, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 0", fn=case_631, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 1", fn=case_628, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 1", fn=case_632, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 2", fn=case_629, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 2", fn=case_633, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 0", fn=case_630, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 0", fn=case_634, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 1", fn=case_631, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 1", fn=case_635, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 2", fn=case_632, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 2", fn=case_636, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 3", fn=case_633, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 3", fn=case_637, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 4", fn=case_634, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 4", fn=case_638, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 0", fn=case_635, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 0", fn=case_639, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 1", fn=case_636, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 1", fn=case_640, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 2", fn=case_637, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 2", fn=case_641, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 3", fn=case_638, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 3", fn=case_642, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 0", fn=case_639, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 0", fn=case_643, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 1", fn=case_640, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 1", fn=case_644, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 2", fn=case_641, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 2", fn=case_645, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 0", fn=case_642, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 0", fn=case_646, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 1", fn=case_643, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 1", fn=case_647, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 2", fn=case_644, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 2", fn=case_648, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 3", fn=case_645, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 3", fn=case_649, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 4", fn=case_646, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 4", fn=case_650, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 0", fn=case_647, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 0", fn=case_651, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 1", fn=case_648, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 1", fn=case_652, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 2", fn=case_649, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 2", fn=case_653, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 3", fn=case_650, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 3", fn=case_654, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 0", fn=case_651, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2101 sample 0", fn=case_655, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 1", fn=case_652, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2101 sample 1", fn=case_656, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 0", fn=case_653, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 0", fn=case_657, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 1", fn=case_654, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 1", fn=case_658, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 2", fn=case_655, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 2", fn=case_659, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 3", fn=case_656, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 3", fn=case_660, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 0", fn=case_657, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 0", fn=case_661, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 1", fn=case_658, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 1", fn=case_662, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 2", fn=case_659, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 2", fn=case_663, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 3", fn=case_660, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 3", fn=case_664, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 0", fn=case_661, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 0", fn=case_665, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 1", fn=case_662, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 1", fn=case_666, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 2", fn=case_663, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 2", fn=case_667, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 3", fn=case_664, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 3", fn=case_668, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 4", fn=case_665, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 4", fn=case_669, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 0", fn=case_666, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 0", fn=case_670, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 1", fn=case_667, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 1", fn=case_671, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 2", fn=case_668, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 2", fn=case_672, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 3", fn=case_669, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 3", fn=case_673, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 4", fn=case_670, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 4", fn=case_674, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 0", fn=case_671, tensors=["self", "indices_0"],
+    dict(op="argsort.stable", where="ops.yaml:2184 sample 0", fn=case_675, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort.stable", where="ops.yaml:2184 sample 1", fn=case_676, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 0", fn=case_677, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 1", fn=case_672, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 1", fn=case_678, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 2", fn=case_673, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 2", fn=case_679, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 3", fn=case_674, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 3", fn=case_680, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 4", fn=case_675, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 4", fn=case_681, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2169 sample 5", fn=case_676, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 5", fn=case_682, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2184 sample 0", fn=case_677, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 0", fn=case_683, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2184 sample 1", fn=case_678, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 1", fn=case_684, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2184 sample 2", fn=case_679, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 2", fn=case_685, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2184 sample 3", fn=case_680, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 3", fn=case_686, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2184 sample 4", fn=case_681, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 4", fn=case_687, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 0 result values", fn=case_682, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 0 result values", fn=case_688, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 0 result indices", fn=case_683, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 0 result indices", fn=case_689, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 1 result values", fn=case_684, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 1 result values", fn=case_690, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 1 result indices", fn=case_685, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 1 result indices", fn=case_691, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 2 result values", fn=case_686, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 2 result values", fn=case_692, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 2 result indices", fn=case_687, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 2 result indices", fn=case_693, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 3 result values", fn=case_688, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 3 result values", fn=case_694, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 3 result indices", fn=case_689, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 3 result indices", fn=case_695, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 4 result values", fn=case_690, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 4 result values", fn=case_696, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2199 sample 4 result indices", fn=case_691, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 4 result indices", fn=case_697, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2215 sample 0 result values", fn=case_692, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 0 result values", fn=case_698, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2215 sample 0 result indices", fn=case_693, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 0 result indices", fn=case_699, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2215 sample 1 result values", fn=case_694, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 1 result values", fn=case_700, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2215 sample 1 result indices", fn=case_695, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 1 result indices", fn=case_701, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 0 result values", fn=case_696, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 0 result values", fn=case_702, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 0 result indices", fn=case_697, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 0 result indices", fn=case_703, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 1 result values", fn=case_698, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 1 result values", fn=case_704, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 1 result indices", fn=case_699, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 1 result indices", fn=case_705, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 2 result values", fn=case_700, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 2 result values", fn=case_706, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 2 result indices", fn=case_701, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 2 result indices", fn=case_707, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 3 result values", fn=case_702, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 3 result values", fn=case_708, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 3 result indices", fn=case_703, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 3 result indices", fn=case_709, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 4 result values", fn=case_704, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 4 result values", fn=case_710, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2229 sample 4 result indices", fn=case_705, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 4 result indices", fn=case_711, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2251 sample 0", fn=case_706, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 0", fn=case_712, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2251 sample 1", fn=case_707, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 1", fn=case_713, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2251 sample 2", fn=case_708, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 2", fn=case_714, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2251 sample 3", fn=case_709, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 3", fn=case_715, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2270 sample 0", fn=case_710, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 0", fn=case_716, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2270 sample 1", fn=case_711, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 1", fn=case_717, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2270 sample 2", fn=case_712, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 2", fn=case_718, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2270 sample 3", fn=case_713, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 3", fn=case_719, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2285 sample 0", fn=case_714, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2311 sample 0", fn=case_720, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2285 sample 1", fn=case_715, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2311 sample 1", fn=case_721, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2298 sample 0", fn=case_716, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2324 sample 0", fn=case_722, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 0", fn=case_717, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 0", fn=case_723, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 1", fn=case_718, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 1", fn=case_724, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 2", fn=case_719, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 2", fn=case_725, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 3", fn=case_720, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 3", fn=case_726, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 4", fn=case_721, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 4", fn=case_727, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2345 sample 5", fn=case_722, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 5", fn=case_728, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2367 sample 0", fn=case_723, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 0", fn=case_729, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2367 sample 1", fn=case_724, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 1", fn=case_730, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2367 sample 2", fn=case_725, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 2", fn=case_731, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2387 sample 0", fn=case_726, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 0", fn=case_732, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2387 sample 1", fn=case_727, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 1", fn=case_733, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2387 sample 2", fn=case_728, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 2", fn=case_734, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2406 sample 0", fn=case_729, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2432 sample 0", fn=case_735, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2424 sample 0", fn=case_730, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 0", fn=case_736, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2424 sample 1", fn=case_731, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 1", fn=case_737, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2424 sample 2", fn=case_732, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 2", fn=case_738, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2424 sample 3", fn=case_733, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 3", fn=case_739, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2440 sample 0", fn=case_734, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2466 sample 0", fn=case_740, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2440 sample 1", fn=case_735, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2466 sample 1", fn=case_741, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2453 sample 0", fn=case_736, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2479 sample 0", fn=case_742, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2453 sample 1", fn=case_737, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2479 sample 1", fn=case_743, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2467 sample 0", fn=case_738, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2493 sample 0", fn=case_744, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2467 sample 1", fn=case_739, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2493 sample 1", fn=case_745, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 0 result values", fn=case_740, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 0 result values", fn=case_746, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 0 result indices", fn=case_741, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 0 result indices", fn=case_747, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 1 result values", fn=case_742, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 1 result values", fn=case_748, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 1 result indices", fn=case_743, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 1 result indices", fn=case_749, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 2 result values", fn=case_744, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 2 result values", fn=case_750, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 2 result indices", fn=case_745, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 2 result indices", fn=case_751, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 3 result values", fn=case_746, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 3 result values", fn=case_752, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2485 sample 3 result indices", fn=case_747, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 3 result indices", fn=case_753, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2503 sample 0", fn=case_748, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 0", fn=case_754, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2503 sample 1", fn=case_749, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 1", fn=case_755, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2503 sample 2", fn=case_750, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 2", fn=case_756, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2528 sample 0", fn=case_751, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2528 sample 1", fn=case_752, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 1", fn=case_758, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2528 sample 2", fn=case_753, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 2", fn=case_759, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2528 sample 3", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 3", fn=case_760, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2528 sample 4", fn=case_755, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 4", fn=case_761, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2555 sample 0", fn=case_756, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 0", fn=case_762, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2555 sample 1", fn=case_757, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 1", fn=case_763, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2555 sample 2", fn=case_758, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 2", fn=case_764, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2555 sample 3", fn=case_759, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 3", fn=case_765, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2555 sample 4", fn=case_760, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 4", fn=case_766, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2579 sample 0", fn=case_761, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 0", fn=case_767, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2579 sample 1", fn=case_762, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 1", fn=case_768, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2579 sample 2", fn=case_763, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 2", fn=case_769, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2579 sample 3", fn=case_764, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 3", fn=case_770, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 0", fn=case_765, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 0", fn=case_771, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 1", fn=case_766, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 1", fn=case_772, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 2", fn=case_767, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 2", fn=case_773, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 3", fn=case_768, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 3", fn=case_774, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 4", fn=case_769, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 4", fn=case_775, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2613 sample 5", fn=case_770, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 5", fn=case_776, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2647 sample 0", fn=case_771, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2673 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2647 sample 1", fn=case_772, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2673 sample 1", fn=case_778, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2678 sample 0", fn=case_773, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2704 sample 0", fn=case_779, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2678 sample 1", fn=case_774, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2704 sample 1", fn=case_780, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2835 sample 0", fn=case_775, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2861 sample 0", fn=case_781, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2835 sample 1", fn=case_776, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2861 sample 1", fn=case_782, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2835 sample 2", fn=case_777, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2861 sample 2", fn=case_783, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2835 sample 3", fn=case_778, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2861 sample 3", fn=case_784, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2835 sample 4", fn=case_779, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2861 sample 4", fn=case_785, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2853 sample 0", fn=case_780, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2879 sample 0", fn=case_786, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2853 sample 1", fn=case_781, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2879 sample 1", fn=case_787, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2853 sample 2", fn=case_782, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2879 sample 2", fn=case_788, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2853 sample 3", fn=case_783, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2879 sample 3", fn=case_789, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2853 sample 4", fn=case_784, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2879 sample 4", fn=case_790, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 0", fn=case_785, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 0", fn=case_791, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 1", fn=case_786, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 1", fn=case_792, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2871 sample 2", fn=case_787, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 2", fn=case_793, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 0", fn=case_788, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 0", fn=case_794, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 1", fn=case_789, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 1", fn=case_795, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2888 sample 2", fn=case_790, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 2", fn=case_796, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2927 sample 0", fn=case_791, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2953 sample 0", fn=case_797, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2927 sample 1", fn=case_792, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2953 sample 1", fn=case_798, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2927 sample 2", fn=case_793, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2953 sample 2", fn=case_799, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2927 sample 3", fn=case_794, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2953 sample 3", fn=case_800, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2927 sample 4", fn=case_795, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2953 sample 4", fn=case_801, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2941 sample 0", fn=case_796, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2967 sample 0", fn=case_802, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2941 sample 1", fn=case_797, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2967 sample 1", fn=case_803, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2941 sample 2", fn=case_798, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2967 sample 2", fn=case_804, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2941 sample 3", fn=case_799, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2967 sample 3", fn=case_805, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2941 sample 4", fn=case_800, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2967 sample 4", fn=case_806, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2956 sample 0", fn=case_801, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2982 sample 0", fn=case_807, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2956 sample 1", fn=case_802, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2982 sample 1", fn=case_808, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2956 sample 2", fn=case_803, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2982 sample 2", fn=case_809, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2956 sample 3", fn=case_804, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2982 sample 3", fn=case_810, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2956 sample 4", fn=case_805, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2982 sample 4", fn=case_811, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 0", fn=case_806, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 0", fn=case_812, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 1", fn=case_807, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 1", fn=case_813, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 2", fn=case_808, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 2", fn=case_814, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 3", fn=case_809, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 3", fn=case_815, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 4", fn=case_810, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 4", fn=case_816, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2971 sample 5", fn=case_811, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 5", fn=case_817, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2987 sample 0", fn=case_812, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3013 sample 0", fn=case_818, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2987 sample 1", fn=case_813, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3013 sample 1", fn=case_819, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2987 sample 2", fn=case_814, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3013 sample 2", fn=case_820, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2987 sample 3", fn=case_815, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3013 sample 3", fn=case_821, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2987 sample 4", fn=case_816, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3013 sample 4", fn=case_822, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 0", fn=case_817, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 0", fn=case_823, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 1", fn=case_818, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 1", fn=case_824, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 2", fn=case_819, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 2", fn=case_825, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 3", fn=case_820, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 3", fn=case_826, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 4", fn=case_821, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 4", fn=case_827, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3003 sample 5", fn=case_822, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 5", fn=case_828, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 0", fn=case_823, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 0", fn=case_829, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 1", fn=case_824, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 1", fn=case_830, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 2", fn=case_825, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 2", fn=case_831, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 3", fn=case_826, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 3", fn=case_832, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 4", fn=case_827, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 4", fn=case_833, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3019 sample 5", fn=case_828, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 5", fn=case_834, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 0", fn=case_829, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 0", fn=case_835, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 1", fn=case_830, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 1", fn=case_836, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 2", fn=case_831, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 2", fn=case_837, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 3", fn=case_832, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 3", fn=case_838, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 4", fn=case_833, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 4", fn=case_839, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3042 sample 5", fn=case_834, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3068 sample 5", fn=case_840, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 0", fn=case_835, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 0", fn=case_841, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 1", fn=case_836, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 1", fn=case_842, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 2", fn=case_837, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 2", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 3", fn=case_838, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 3", fn=case_844, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 4", fn=case_839, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 4", fn=case_845, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 5", fn=case_840, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 5", fn=case_846, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 6", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 6", fn=case_847, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 7", fn=case_842, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 7", fn=case_848, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 8", fn=case_843, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 8", fn=case_849, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 9", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 9", fn=case_850, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 10", fn=case_845, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 10", fn=case_851, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3065 sample 11", fn=case_846, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 11", fn=case_852, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 0", fn=case_847, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 0", fn=case_853, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 1", fn=case_848, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 1", fn=case_854, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 2", fn=case_849, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 2", fn=case_855, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 3", fn=case_850, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 3", fn=case_856, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3090 sample 4", fn=case_851, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 4", fn=case_857, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 0", fn=case_852, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 0", fn=case_858, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 1", fn=case_853, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 1", fn=case_859, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 2", fn=case_854, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 2", fn=case_860, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 3", fn=case_855, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 3", fn=case_861, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 4", fn=case_856, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 4", fn=case_862, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 5", fn=case_857, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 5", fn=case_863, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3127 sample 6", fn=case_858, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 6", fn=case_864, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 0 result output", fn=case_859, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 0 result output", fn=case_865, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 0 result attn", fn=case_860, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 0 result attn", fn=case_866, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 1 result output", fn=case_861, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 1 result output", fn=case_867, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 1 result attn", fn=case_862, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 1 result attn", fn=case_868, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 2 result output", fn=case_863, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 2 result output", fn=case_869, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 2 result attn", fn=case_864, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 2 result attn", fn=case_870, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 3 result output", fn=case_865, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 3 result output", fn=case_871, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3155 sample 3 result attn", fn=case_866, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 3 result attn", fn=case_872, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3185 sample 0", fn=case_867, tensors=[],
+    dict(op="empty", where="ops.yaml:3211 sample 0", fn=case_873, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3185 sample 1", fn=case_868, tensors=[],
+    dict(op="empty", where="ops.yaml:3211 sample 1", fn=case_874, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3185 sample 2", fn=case_869, tensors=[],
+    dict(op="empty", where="ops.yaml:3211 sample 2", fn=case_875, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3192 sample 0", fn=case_870, tensors=[],
+    dict(op="zeros", where="ops.yaml:3218 sample 0", fn=case_876, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3200 sample 0", fn=case_871, tensors=[],
+    dict(op="ones", where="ops.yaml:3226 sample 0", fn=case_877, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3215 sample 0", fn=case_872, tensors=[],
+    dict(op="full", where="ops.yaml:3241 sample 0", fn=case_878, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3215 sample 1", fn=case_873, tensors=[],
+    dict(op="full", where="ops.yaml:3241 sample 1", fn=case_879, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3215 sample 2", fn=case_874, tensors=[],
+    dict(op="full", where="ops.yaml:3241 sample 2", fn=case_880, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3226 sample 0", fn=case_875, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3252 sample 0", fn=case_881, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3226 sample 1", fn=case_876, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3252 sample 1", fn=case_882, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3226 sample 2", fn=case_877, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3252 sample 2", fn=case_883, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3246 sample 0", fn=case_878, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3272 sample 0", fn=case_884, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3246 sample 1", fn=case_879, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3272 sample 1", fn=case_885, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3246 sample 2", fn=case_880, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3272 sample 2", fn=case_886, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3246 sample 3", fn=case_881, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3272 sample 3", fn=case_887, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3258 sample 0", fn=case_882, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3284 sample 0", fn=case_888, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3258 sample 1", fn=case_883, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3284 sample 1", fn=case_889, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3258 sample 2", fn=case_884, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3284 sample 2", fn=case_890, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3263 sample 0", fn=case_885, tensors=[],
+    dict(op="arange", where="ops.yaml:3289 sample 0", fn=case_891, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3278 sample 0", fn=case_886, tensors=[],
+    dict(op="linspace", where="ops.yaml:3304 sample 0", fn=case_892, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3278 sample 1", fn=case_887, tensors=[],
+    dict(op="linspace", where="ops.yaml:3304 sample 1", fn=case_893, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3278 sample 2", fn=case_888, tensors=[],
+    dict(op="linspace", where="ops.yaml:3304 sample 2", fn=case_894, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3290 sample 0", fn=case_889, tensors=[],
+    dict(op="eye", where="ops.yaml:3316 sample 0", fn=case_895, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3290 sample 1", fn=case_890, tensors=[],
+    dict(op="eye", where="ops.yaml:3316 sample 1", fn=case_896, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3301 sample 0", fn=case_891, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3327 sample 0", fn=case_897, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3301 sample 1", fn=case_892, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3327 sample 1", fn=case_898, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3305 sample 0", fn=case_893, tensors=[],
+    dict(op="rand", where="ops.yaml:3331 sample 0", fn=case_899, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3316 sample 0", fn=case_894, tensors=[],
+    dict(op="randn", where="ops.yaml:3342 sample 0", fn=case_900, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3333 sample 0", fn=case_895, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3359 sample 0", fn=case_901, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3333 sample 1", fn=case_896, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3359 sample 1", fn=case_902, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3343 sample 0", fn=case_897, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3369 sample 0", fn=case_903, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3343 sample 1", fn=case_898, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3369 sample 1", fn=case_904, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3354 sample 0", fn=case_899, tensors=[],
+    dict(op="randint", where="ops.yaml:3380 sample 0", fn=case_905, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3354 sample 1", fn=case_900, tensors=[],
+    dict(op="randint", where="ops.yaml:3380 sample 1", fn=case_906, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3365 sample 0", fn=case_901, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3391 sample 0", fn=case_907, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3375 sample 0", fn=case_902, tensors=[],
+    dict(op="randperm", where="ops.yaml:3401 sample 0", fn=case_908, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3375 sample 1", fn=case_903, tensors=[],
+    dict(op="randperm", where="ops.yaml:3401 sample 1", fn=case_909, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3392 sample 0", fn=case_904, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3418 sample 0", fn=case_910, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3392 sample 1", fn=case_905, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3418 sample 1", fn=case_911, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3392 sample 2", fn=case_906, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3418 sample 2", fn=case_912, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3403 sample 0", fn=case_907, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3429 sample 0", fn=case_913, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3403 sample 1", fn=case_908, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3429 sample 1", fn=case_914, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3403 sample 2", fn=case_909, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3429 sample 2", fn=case_915, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3415 sample 0", fn=case_910, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3441 sample 0", fn=case_916, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3415 sample 1", fn=case_911, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3441 sample 1", fn=case_917, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3415 sample 2", fn=case_912, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3441 sample 2", fn=case_918, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3428 sample 0", fn=case_913, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3454 sample 0", fn=case_919, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3428 sample 1", fn=case_914, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3454 sample 1", fn=case_920, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3439 sample 0", fn=case_915, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3465 sample 0", fn=case_921, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3439 sample 1", fn=case_916, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3465 sample 1", fn=case_922, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

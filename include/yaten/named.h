@@ -20,7 +20,10 @@ typedef struct yt_named_tensors {
 } yt_named_tensors;
 
 /* An empty list: `yt_named_tensors list = YT_NAMED_TENSORS_INIT;` */
-#define YT_NAMED_TENSORS_INIT {0, NULL, NULL, 0}
+#define YT_NAMED_TENSORS_INIT                                                                      \
+    {                                                                                              \
+        0, NULL, NULL, 0                                                                           \
+    }
 
 /* Appends `t` under `name` (both copied/retained). Errors: YT_ERR_VALUE (NULL list, name or
  * tensor; empty name; a name already in the list), YT_ERR_NOMEM. On error the list is unchanged. */
@@ -29,7 +32,8 @@ YT_API yt_status yt_named_tensors_add(yt_named_tensors *list, const char *name, 
 /* Index of `name` in the list, or -1 (no error recorded) when absent or when list/name is NULL. */
 YT_API int64_t yt_named_tensors_find(const yt_named_tensors *list, const char *name);
 
-/* The tensor named `name`: a new reference, or NULL (no error recorded) when absent. */
+/* The tensor named `name`: a new reference (owned by the open scope, if any, like every other
+ * returned tensor), or NULL (no error recorded) when absent. */
 YT_API yt_tensor *yt_named_tensors_get(const yt_named_tensors *list, const char *name);
 
 /* Releases every tensor and name and leaves an empty list. NULL is a no-op. */

@@ -52,6 +52,51 @@ yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor 
 }
 
 int64_t
+yt__composite_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
+                               int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (yt_tensor_dim(self) == 0) {
+        yt__fail(YT_ERR_SHAPE, "split_with_sizes: self must be at least 1-D, got 0-D");
+        return -1;
+    }
+    int64_t size = yt_tensor_sizes(self)[dim], total = 0;
+    for (int i = 0; i < split_sizes_len; i++) {
+        if (split_sizes[i] < 0) {
+            yt__fail(YT_ERR_VALUE, "split_with_sizes: split_sizes[%d]=%lld must not be negative", i,
+                     (long long)split_sizes[i]);
+            return -1;
+        }
+        total += split_sizes[i] <= size ? split_sizes[i] : size + 1;
+        if (total > size)
+            break; /* already too many; stopping here keeps the sum from overflowing */
+    }
+    if (total != size) {
+        yt__fail(YT_ERR_SHAPE,
+                 "split_with_sizes: split_sizes add up to %s%lld but self.size(%lld)=%lld",
+                 total > size ? "more than " : "", (long long)(total > size ? size : total),
+                 (long long)dim, (long long)size);
+        return -1;
+    }
+    if (yt__check_capacity("split_with_sizes", split_sizes_len, out, out_capacity) != YT_OK)
+        return -1;
+    if (out == NULL)
+        return split_sizes_len;
+    int64_t start = 0;
+    for (int i = 0; i < split_sizes_len; i++) {
+        out[i] = yt_narrow(self, dim, start, split_sizes[i]);
+        if (out[i] == NULL) {
+            for (int j = 0; j < i; j++) {
+                yt_release(out[j]);
+                out[j] = NULL;
+            }
+            return -1;
+        }
+        start += split_sizes[i];
+    }
+    return split_sizes_len;
+}
+
+int64_t
 yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                     int64_t out_capacity)
 {

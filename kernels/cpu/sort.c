@@ -123,6 +123,14 @@ yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim, bool descending
 }
 
 yt_status
+yt__cpu_argsort_stable(yt_tensor *result, yt_tensor *self, bool stable, int64_t dim,
+                       bool descending)
+{
+    (void)stable; /* always stable, which is one of the orders stable=false allows */
+    return yt__cpu_argsort(result, self, dim, descending);
+}
+
+yt_status
 yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool descending)
 {
     int64_t n = self->dim > 0 ? self->sizes[dim] : 1;

@@ -276,3 +276,31 @@ Test(shape, cat_stack_split)
     yt_release(a);
     YT_ASSERT_NO_LEAKS();
 }
+
+Test(shape, split_with_sizes_views_and_errors)
+{
+    const int64_t a_s[2] = {2, 5};
+    yt_tensor *a = test_iota(a_s, 2);
+    yt_tensor *pieces[3];
+    const int64_t sizes[3] = {2, 0, 3};
+    cr_assert_eq(yt_split_with_sizes_ex(a, sizes, 3, 1, pieces, 3), 3, "%s", yt_errmsg());
+    const double last[6] = {2, 3, 4, 7, 8, 9};
+    const int64_t last_s[2] = {2, 3};
+    test_expect_values(pieces[2], last, 6, last_s, 2);
+    cr_assert_eq(yt_tensor_size(pieces[1], 1), 0);
+    cr_assert(shares_storage(pieces[0], a), "pieces are views");
+    for (int i = 0; i < 3; i++)
+        yt_release(pieces[i]);
+
+    const int64_t short_sizes[2] = {1, 3}, negative[2] = {1, -1};
+    const int64_t huge[3] = {INT64_MAX, INT64_MAX, 1};
+    cr_assert_eq(yt_split_with_sizes_ex(a, short_sizes, 2, 1, pieces, 3), -1);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "split_with_sizes: split_sizes add up to 4 but self.size(1)=5");
+    cr_assert_eq(yt_split_with_sizes_ex(a, huge, 3, 1, pieces, 3), -1);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "split_with_sizes: split_sizes add up to more than 5 but self.size(1)=5");
+    cr_assert_eq(yt_split_with_sizes_ex(a, negative, 2, 1, pieces, 3), -1);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "split_with_sizes: split_sizes[1]=-1 must not be negative");
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}

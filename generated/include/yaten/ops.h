@@ -3214,7 +3214,31 @@ YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, in
 YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- chunk (ops.yaml:1909) */
+/* ---- split_with_sizes (ops.yaml:1909) */
+
+/* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
+ * Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns
+ * the number of pieces.
+ * Uses the defaults dim=0; yt_split_with_sizes_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
+                                   yt_tensor **out, int64_t out_capacity);
+
+/* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
+ * Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns
+ * the number of pieces.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes,
+                                      int split_sizes_len, int64_t dim, yt_tensor **out,
+                                      int64_t out_capacity);
+
+/* ---- chunk (ops.yaml:1922) */
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
  * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
@@ -3234,7 +3258,7 @@ YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_
 YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- unbind.int (ops.yaml:1922) */
+/* ---- unbind.int (ops.yaml:1935) */
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
  * The views self.select(dim, i) for every i, one dimension fewer each.
@@ -3253,7 +3277,7 @@ YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
  * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
 YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
 
-/* ---- index_select (ops.yaml:1938) */
+/* ---- index_select (ops.yaml:1951) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -3271,7 +3295,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:1954) */
+/* ---- index_select_backward (ops.yaml:1967) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -3281,7 +3305,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:1962) */
+/* ---- index_add (ops.yaml:1975) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -3318,7 +3342,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:1977) */
+/* ---- index_copy (ops.yaml:1990) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -3336,7 +3360,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:1990) */
+/* ---- gather (ops.yaml:2003) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -3371,7 +3395,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:2005) */
+/* ---- gather_backward (ops.yaml:2018) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -3380,7 +3404,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:2013) */
+/* ---- scatter.src (ops.yaml:2026) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -3398,7 +3422,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:2027) */
+/* ---- scatter_src_backward (ops.yaml:2040) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -3408,7 +3432,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:2035) */
+/* ---- scatter.value (ops.yaml:2048) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -3424,7 +3448,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:2047) */
+/* ---- scatter_add (ops.yaml:2060) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -3442,7 +3466,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:2062) */
+/* ---- embedding (ops.yaml:2075) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -3462,7 +3486,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:2081) */
+/* ---- embedding_dense_backward (ops.yaml:2094) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -3473,7 +3497,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:2093) */
+/* ---- embedding_weight_backward (ops.yaml:2106) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -3483,7 +3507,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:2101) */
+/* ---- embedding_dense_double_backward (ops.yaml:2114) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -3493,7 +3517,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:2109) */
+/* ---- one_hot (ops.yaml:2122) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -3510,7 +3534,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:2121) */
+/* ---- nonzero (ops.yaml:2134) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -3518,7 +3542,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:2133) */
+/* ---- masked_select (ops.yaml:2146) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -3526,7 +3550,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:2147) */
+/* ---- argsort (ops.yaml:2160) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -3543,7 +3567,24 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- index.Tensor (ops.yaml:2163) */
+/* ---- argsort.stable (ops.yaml:2176) */
+
+/* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
+ * argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives
+ * the stable order too, one of the orders PyTorch allows).
+ * Uses the defaults dim=-1, descending=False; yt_argsort_stable_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort_stable(yt_tensor *self, bool stable);
+
+/* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
+ * argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives
+ * the stable order too, one of the orders PyTorch allows).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending);
+
+/* ---- index.Tensor (ops.yaml:2189) */
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
  * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
@@ -3553,7 +3594,7 @@ YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
 
-/* ---- index_put (ops.yaml:2177) */
+/* ---- index_put (ops.yaml:2203) */
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
  * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
@@ -3572,7 +3613,7 @@ YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int i
 YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                                   yt_tensor *values, bool accumulate);
 
-/* ---- sort (ops.yaml:2191) */
+/* ---- sort (ops.yaml:2217) */
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
@@ -3592,7 +3633,7 @@ YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indice
 YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
                             yt_tensor **indices);
 
-/* ---- sort.stable (ops.yaml:2207) */
+/* ---- sort.stable (ops.yaml:2233) */
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
@@ -3613,7 +3654,7 @@ YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor *
 YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
                                    bool descending, yt_tensor **values, yt_tensor **indices);
 
-/* ---- topk (ops.yaml:2219) */
+/* ---- topk (ops.yaml:2245) */
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
  * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
@@ -3633,7 +3674,7 @@ YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tens
 YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                             yt_tensor **values, yt_tensor **indices);
 
-/* ---- avg_pool2d (ops.yaml:2239) */
+/* ---- avg_pool2d (ops.yaml:2265) */
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
  * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
@@ -3655,7 +3696,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, bool ceil_mode, bool count_include_pad,
                                    int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d (ops.yaml:2258) */
+/* ---- adaptive_avg_pool2d (ops.yaml:2284) */
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
  * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
@@ -3665,7 +3706,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:2277) */
+/* ---- avg_pool2d_backward (ops.yaml:2303) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -3677,7 +3718,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:2290) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2316) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -3687,7 +3728,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:2302) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2328) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -3699,7 +3740,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:2312) */
+/* ---- max_pool2d_index_gather (ops.yaml:2338) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -3708,7 +3749,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:2321) */
+/* ---- max_pool2d_index_scatter (ops.yaml:2347) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -3718,7 +3759,7 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- conv2d (ops.yaml:2330) */
+/* ---- conv2d (ops.yaml:2356) */
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
  * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
@@ -3740,7 +3781,7 @@ YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv2d.padding (ops.yaml:2354) */
+/* ---- conv2d.padding (ops.yaml:2380) */
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
  * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
@@ -3759,7 +3800,7 @@ YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv1d (ops.yaml:2373) */
+/* ---- conv1d (ops.yaml:2399) */
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
  * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
@@ -3779,7 +3820,7 @@ YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv1d.padding (ops.yaml:2393) */
+/* ---- conv1d.padding (ops.yaml:2419) */
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
  * conv1d with padding "valid" or "same" (see conv2d.padding).
@@ -3796,7 +3837,7 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv_transpose2d.input (ops.yaml:2410) */
+/* ---- conv_transpose2d.input (ops.yaml:2436) */
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
@@ -3819,7 +3860,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2432) */
+/* ---- conv2d_backward_input (ops.yaml:2458) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3833,7 +3874,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2445) */
+/* ---- conv2d_backward_weight (ops.yaml:2471) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3846,7 +3887,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2458) */
+/* ---- conv2d_backward_bias (ops.yaml:2484) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3855,7 +3896,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2472) */
+/* ---- max_pool2d_with_indices (ops.yaml:2498) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3883,7 +3924,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2492) */
+/* ---- max_pool2d (ops.yaml:2518) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3901,7 +3942,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2512) */
+/* ---- layer_norm (ops.yaml:2538) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3921,7 +3962,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2535) */
+/* ---- group_norm (ops.yaml:2561) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -3941,7 +3982,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2565) */
+/* ---- rms_norm (ops.yaml:2591) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -3960,7 +4001,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2586) */
+/* ---- batch_norm (ops.yaml:2612) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -3973,7 +4014,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2625) */
+/* ---- row_norm (ops.yaml:2651) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -3984,7 +4025,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2652) */
+/* ---- batch_norm_training (ops.yaml:2678) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -3997,7 +4038,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2685) */
+/* ---- row_norm_backward_input (ops.yaml:2711) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4006,7 +4047,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2696) */
+/* ---- row_norm_backward_weight (ops.yaml:2722) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4016,7 +4057,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2708) */
+/* ---- row_norm_backward_bias (ops.yaml:2734) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4024,7 +4065,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_backward (ops.yaml:2719) */
+/* ---- row_norm_backward (ops.yaml:2745) */
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
@@ -4038,7 +4079,7 @@ YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_
                                       bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                       yt_tensor **d_bias);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2731) */
+/* ---- row_norm_double_backward_input (ops.yaml:2757) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4048,7 +4089,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2742) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2768) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4058,7 +4099,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2753) */
+/* ---- batch_norm_backward_input (ops.yaml:2779) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4068,7 +4109,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2764) */
+/* ---- batch_norm_backward_weight (ops.yaml:2790) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4077,7 +4118,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2776) */
+/* ---- batch_norm_backward_bias (ops.yaml:2802) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4085,7 +4126,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2787) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2813) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4094,7 +4135,7 @@ YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2799) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2825) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4104,7 +4145,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2810) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2836) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4114,7 +4155,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2824) */
+/* ---- softmax.int (ops.yaml:2850) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4131,7 +4172,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2842) */
+/* ---- log_softmax.int (ops.yaml:2868) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4146,7 +4187,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2860) */
+/* ---- softmax_backward_data (ops.yaml:2886) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4154,7 +4195,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2877) */
+/* ---- log_softmax_backward_data (ops.yaml:2903) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4163,7 +4204,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2894) */
+/* ---- softmax_double_backward (ops.yaml:2920) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4172,7 +4213,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2902) */
+/* ---- log_softmax_double_backward (ops.yaml:2928) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4181,7 +4222,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2910) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2936) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4191,7 +4232,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2921) */
+/* ---- dropout (ops.yaml:2947) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4208,7 +4249,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2934) */
+/* ---- mse_loss (ops.yaml:2960) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4223,7 +4264,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2949) */
+/* ---- l1_loss (ops.yaml:2975) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4238,7 +4279,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:2964) */
+/* ---- smooth_l1_loss (ops.yaml:2990) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4256,7 +4297,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:2980) */
+/* ---- huber_loss (ops.yaml:3006) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4274,7 +4315,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:2995) */
+/* ---- binary_cross_entropy (ops.yaml:3021) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4292,7 +4333,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3012) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3038) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4313,7 +4354,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3028) */
+/* ---- nll_loss (ops.yaml:3054) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4333,7 +4374,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3051) */
+/* ---- cross_entropy_loss (ops.yaml:3077) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4356,7 +4397,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3080) */
+/* ---- cross_entropy_index (ops.yaml:3106) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4375,7 +4416,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3098) */
+/* ---- cross_entropy_index_backward (ops.yaml:3124) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4387,7 +4428,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3109) */
+/* ---- scaled_dot_product_attention (ops.yaml:3135) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4412,7 +4453,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3138) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3164) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4426,7 +4467,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3162) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3188) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4440,7 +4481,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3178) */
+/* ---- empty (ops.yaml:3204) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4455,7 +4496,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3192) */
+/* ---- zeros (ops.yaml:3218) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4470,7 +4511,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3200) */
+/* ---- ones (ops.yaml:3226) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4485,7 +4526,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3208) */
+/* ---- full (ops.yaml:3234) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4503,7 +4544,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3220) */
+/* ---- empty_like (ops.yaml:3246) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4520,7 +4561,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3233) */
+/* ---- zeros_like (ops.yaml:3259) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4528,7 +4569,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3240) */
+/* ---- ones_like (ops.yaml:3266) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4543,7 +4584,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3252) */
+/* ---- full_like (ops.yaml:3278) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4560,7 +4601,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3263) */
+/* ---- arange (ops.yaml:3289) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4578,7 +4619,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3271) */
+/* ---- linspace (ops.yaml:3297) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4594,7 +4635,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3283) */
+/* ---- eye (ops.yaml:3309) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4609,7 +4650,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3294) */
+/* ---- eye.m (ops.yaml:3320) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4624,7 +4665,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3305) */
+/* ---- rand (ops.yaml:3331) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4640,7 +4681,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3316) */
+/* ---- randn (ops.yaml:3342) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4656,7 +4697,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3327) */
+/* ---- rand_like (ops.yaml:3353) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4673,7 +4714,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3337) */
+/* ---- randn_like (ops.yaml:3363) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4690,7 +4731,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3347) */
+/* ---- randint (ops.yaml:3373) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4706,7 +4747,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3358) */
+/* ---- randint.low (ops.yaml:3384) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4722,7 +4763,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3368) */
+/* ---- randperm (ops.yaml:3394) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4738,7 +4779,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3379) */
+/* ---- bernoulli (ops.yaml:3405) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4755,7 +4796,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3386) */
+/* ---- bernoulli.p (ops.yaml:3412) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4789,7 +4830,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3397) */
+/* ---- normal (ops.yaml:3423) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4823,7 +4864,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3409) */
+/* ---- uniform (ops.yaml:3435) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4857,7 +4898,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3422) */
+/* ---- maybe_multiply (ops.yaml:3448) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4866,7 +4907,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3433) */
+/* ---- sum_to (ops.yaml:3459) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4874,7 +4915,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3444) */
+/* ---- sum_backward (ops.yaml:3470) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4883,7 +4924,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3451) */
+/* ---- mean_backward (ops.yaml:3477) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4892,7 +4933,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3458) */
+/* ---- amax_backward (ops.yaml:3484) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4901,7 +4942,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3465) */
+/* ---- permute_backward (ops.yaml:3491) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4909,7 +4950,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3472) */
+/* ---- pow_backward (ops.yaml:3498) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4917,7 +4958,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3479) */
+/* ---- pow_backward_self (ops.yaml:3505) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4925,7 +4966,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3486) */
+/* ---- pow_backward_exponent (ops.yaml:3512) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -4934,7 +4975,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3493) */
+/* ---- slice_backward (ops.yaml:3519) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -4944,7 +4985,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3501) */
+/* ---- select_backward (ops.yaml:3527) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
