@@ -6,11 +6,12 @@
  *   transformer  encoder block d_model 128, 4 heads, FF 512, seq 64, batch 8, post-norm, ReLU,
  *                no dropout, MSE to a random target
  * One step = zero grads (grad = None) + forward + loss + backward + SGD step (lr 0.01), in a scope.
- * Parameters are leaf tensors initialised as PyTorch does (kaiming-uniform a=sqrt(5) weights and
- * U(+-1/sqrt(fan_in)) biases for Linear/Conv; xavier-uniform in_proj, zero attention biases,
- * LayerNorm ones/zeros).
+ * The models are the nn modules a user builds (Sequential, Linear, Conv2d, MaxPool2d,
+ * TransformerEncoderLayer, CrossEntropyLoss, MSELoss), initialised by them as PyTorch does; with
+ * --ops the same models are written with the public ops on leaf tensors (same initialisation), to
+ * see what the module layer costs.
  *
- * Usage: train THREADS [mlp|cnn|transformer ...] [--steps 200] [--warmup 20]
+ * Usage: train THREADS [mlp|cnn|transformer ...] [--steps 200] [--warmup 20] [--ops]
  * Output: "train_<model>_<T>t <median ms> ms/step", plus p10/p90 lines.
  * BENCH_CLOCK=cpu times process CPU time instead of wall time (fairer at 1 thread under load). */
 #define _POSIX_C_SOURCE 199309L
@@ -68,6 +69,7 @@ typedef struct model {
     int n_params;
     yt_tensor *x, *y;
     yt_tensor *(*loss)(struct model *m); /* forward + loss, new reference in the step's scope */
+    yt_module *net, *criterion;          /* module models (else NULL) */
 } model;
 
 /* A leaf parameter of `size` drawn from U(-bound, bound). */
@@ -220,6 +222,83 @@ tf_setup(model *m)
     m->loss = tf_loss;
 }
 
+/* ---- the same models as nn modules */
+
+static void
+add(yt_module *seq, yt_module *child)
+{
+    check(child, "module");
+    check_status(yt_sequential_append(seq, child), "sequential_append");
+    yt_module_release(child);
+}
+
+static yt_tensor *
+module_loss(model *m)
+{
+    return yt_module_forward2(m->criterion, yt_module_forward(m->net, m->x), m->y);
+}
+
+/* Registers the module's parameters as the model's (for the SGD step). */
+static void
+module_params(model *m)
+{
+    yt_named_tensors list = YT_NAMED_TENSORS_INIT;
+    check_status(yt_module_parameters(m->net, &list), "parameters");
+    for (int64_t i = 0; i < list.count && m->n_params < MAX_PARAMS; i++)
+        m->params[m->n_params++] = yt_retain(list.tensors[i]);
+    yt_named_tensors_clear(&list);
+    m->loss = module_loss;
+}
+
+static void
+mlp_modules(model *m)
+{
+    m->net = check(yt_sequential_new(), "sequential");
+    add(m->net, yt_linear_new(784, 256, true));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_linear_new(256, 128, true));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_linear_new(128, 10, true));
+    m->criterion = check(yt_cross_entropy_loss_new(NULL), "loss");
+    module_params(m);
+    const int64_t xs[2] = {64, 784}, ys[1] = {64};
+    m->x = check(yt_randn(xs, 2), "input");
+    m->y = check(yt_randint(10, ys, 1), "target");
+}
+
+static void
+cnn_modules(model *m)
+{
+    yt_conv2d_options c1 = yt_conv2d_options_default(1, 8, 3),
+                      c2 = yt_conv2d_options_default(8, 16, 3);
+    m->net = check(yt_sequential_new(), "sequential");
+    add(m->net, yt_conv2d_new(&c1));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_max_pool2d_new(2, 0, 0));
+    add(m->net, yt_conv2d_new(&c2));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_max_pool2d_new(2, 0, 0));
+    add(m->net, yt_flatten_new(1, -1));
+    add(m->net, yt_linear_new(400, 10, true));
+    m->criterion = check(yt_cross_entropy_loss_new(NULL), "loss");
+    module_params(m);
+    const int64_t xs[4] = {64, 1, 28, 28}, ys[1] = {64};
+    m->x = check(yt_randn(xs, 4), "input");
+    m->y = check(yt_randint(10, ys, 1), "target");
+}
+
+static void
+tf_modules(model *m)
+{
+    m->net = check(yt_transformer_encoder_layer_new(TF_D, TF_H, TF_FF, 0.0, "relu", false, true),
+                   "transformer_encoder_layer");
+    m->criterion = check(yt_mse_loss_new(YT_REDUCTION_MEAN), "loss");
+    module_params(m);
+    const int64_t xs[3] = {TF_B, TF_T, TF_D};
+    m->x = check(yt_randn(xs, 3), "input");
+    m->y = check(yt_randn(xs, 3), "target");
+}
+
 /* ---- the step */
 
 static void
@@ -270,13 +349,16 @@ run(const char *name, void (*setup)(model *), int threads, int steps, int warmup
         yt_release(m.params[i]);
     yt_release(m.x);
     yt_release(m.y);
+    yt_module_release(m.net);
+    yt_module_release(m.criterion);
 }
 
 int
 main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s THREADS [mlp|cnn|transformer ...] [--steps N] [--warmup N]\n",
+        fprintf(stderr,
+                "usage: %s THREADS [mlp|cnn|transformer ...] [--steps N] [--warmup N] [--ops]\n",
                 argv[0]);
         return 2;
     }
@@ -284,6 +366,7 @@ main(int argc, char **argv)
     if (clock_env != NULL && clock_env[0] == 'c')
         bench_clock = CLOCK_PROCESS_CPUTIME_ID;
     int threads = atoi(argv[1]), steps = 200, warmup = 20;
+    bool ops = false;
     check_status(yt_set_num_threads(threads), "threads");
     const char *models[8];
     int n_models = 0;
@@ -292,6 +375,8 @@ main(int argc, char **argv)
             steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
             warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--ops") == 0)
+            ops = true;
         else if (n_models < 8)
             models[n_models++] = argv[i];
     }
@@ -305,11 +390,11 @@ main(int argc, char **argv)
     }
     for (int i = 0; i < n_models; i++) {
         if (strcmp(models[i], "mlp") == 0)
-            run("mlp", mlp_setup, threads, steps, warmup);
+            run("mlp", ops ? mlp_setup : mlp_modules, threads, steps, warmup);
         else if (strcmp(models[i], "cnn") == 0)
-            run("cnn", cnn_setup, threads, steps, warmup);
+            run("cnn", ops ? cnn_setup : cnn_modules, threads, steps, warmup);
         else if (strcmp(models[i], "transformer") == 0)
-            run("transformer", tf_setup, threads, steps, warmup);
+            run("transformer", ops ? tf_setup : tf_modules, threads, steps, warmup);
         else {
             fprintf(stderr, "train bench: unknown model '%s'\n", models[i]);
             return 2;
