@@ -95,7 +95,27 @@ typedef struct {
     int64_t rsb, csb;
     void *c;
     int64_t rsc, csc;
+    const void *bias; /* a row added to every row of C (beta 0), or NULL */
 } problem;
+
+/* C's rows filled with the bias row, which then becomes C for beta 1 (for the paths whose
+ * kernels take no bias). */
+static void
+bias_into_c(problem *p)
+{
+    if (p->bias == NULL)
+        return;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t off = i * p->rsc + j * p->csc;
+            if (p->f64)
+                ((double *)p->c)[off] = ((const double *)p->bias)[j];
+            else
+                ((float *)p->c)[off] = ((const float *)p->bias)[j];
+        }
+    p->bias = NULL;
+    p->beta = 1;
+}
 
 /* C = beta * C (beta == 0 writes zeros): the k == 0 product. */
 static void
@@ -139,11 +159,13 @@ naive(const problem *p)
 
 /* Runs one checked, no-transpose problem with at most `threads` threads. */
 static yt_status
-run(const problem *p, int threads)
+run(const problem *pp, int threads)
 {
+    problem local = *pp, *p = &local;
     if (p->m == 0 || p->n == 0)
         return YT_OK;
     if (p->k == 0) {
+        bias_into_c(p);
         scale_c(p);
         return YT_OK;
     }
@@ -156,10 +178,12 @@ run(const problem *p, int threads)
         threads = yt__gemm_threads(macs, threads, p->f64);
         if (p->f64)
             return yt__gemm_small_d(p->m, p->n, p->k, p->alpha, p->a, p->rsa, p->csa, p->b, p->rsb,
-                                    p->csb, p->beta, p->c, p->rsc, p->csc, threads);
+                                    p->csb, p->beta, p->c, p->rsc, p->csc, p->bias, threads);
         return yt__gemm_small_s(p->m, p->n, p->k, (float)p->alpha, p->a, p->rsa, p->csa, p->b,
-                                p->rsb, p->csb, (float)p->beta, p->c, p->rsc, p->csc, threads);
+                                p->rsb, p->csb, (float)p->beta, p->c, p->rsc, p->csc, p->bias,
+                                threads);
     }
+    bias_into_c(p);
     if (macs < PARALLEL_MACS)
         threads = 1;
     if (!blis_ok) {
@@ -221,7 +245,7 @@ yt__gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
              const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb,
              float beta, float *c, int64_t rsc, int64_t csc)
 {
-    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm(&p, trans_a, trans_b);
 }
 
@@ -230,7 +254,7 @@ yt__gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
              const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
              double beta, double *c, int64_t rsc, int64_t csc)
 {
-    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm(&p, trans_a, trans_b);
 }
 
@@ -304,7 +328,7 @@ yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64
                      const float *b, int64_t bsb, int64_t rsb, int64_t csb, float beta, float *c,
                      int64_t bsc, int64_t rsc, int64_t csc)
 {
-    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm_batched(&p, trans_a, trans_b, batch, bsa, bsb, bsc);
 }
 
@@ -314,6 +338,24 @@ yt__gemm_batched_f64(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64
                      const double *b, int64_t bsb, int64_t rsb, int64_t csb, double beta, double *c,
                      int64_t bsc, int64_t rsc, int64_t csc)
 {
-    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm_batched(&p, trans_a, trans_b, batch, bsa, bsb, bsc);
+}
+
+yt_status
+yt__gemm_bias_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                  int64_t csb, const float *bias, float *c, int64_t rsc, int64_t csc)
+{
+    problem p = {false, m, n, k, alpha, 0.0, a, rsa, csa, b, rsb, csb, c, rsc, csc, bias};
+    return gemm(&p, trans_a, trans_b);
+}
+
+yt_status
+yt__gemm_bias_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                  const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb,
+                  int64_t csb, const double *bias, double *c, int64_t rsc, int64_t csc)
+{
+    problem p = {true, m, n, k, alpha, 0.0, a, rsa, csa, b, rsb, csb, c, rsc, csc, bias};
+    return gemm(&p, trans_a, trans_b);
 }

@@ -32,10 +32,10 @@
 
 typedef void (*ukr_s_fn)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float *c, int64_t rsc, int64_t csc, float alpha, float beta, int mh,
-                         int nw);
+                         int nw, const float *bias);
 typedef void (*ukr_d_fn)(int64_t kc, const double *a, int64_t lda, const double *b, int64_t ldb,
                          double *c, int64_t rsc, int64_t csc, double alpha, double beta, int mh,
-                         int nw);
+                         int nw, const double *bias);
 typedef void (*tr_s_fn)(const float *src, int64_t ss, int rows, int cols, float *dst, int64_t lds,
                         int width);
 typedef void (*tr_d_fn)(const double *src, int64_t ss, int rows, int cols, double *dst, int64_t lds,
@@ -237,7 +237,7 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
         const KSET *u;                                                                             \
         int64_t m, n, k, rsa, csa, rsb, csb, rsc, csc, tiles, chunks;                              \
         T alpha, beta;                                                                             \
-        const T *a, *b;                                                                            \
+        const T *a, *b, *bias;                                                                     \
         T *c;                                                                                      \
         bool split_n;                                                                              \
         _Atomic int status;                                                                        \
@@ -253,12 +253,13 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
             if (j1 > j0)                                                                           \
                 s = BODY(u, j->m, j1 - j0, j->k, j->alpha, j->a, j->rsa, j->csa,                   \
                          j->b + j0 * j->csb, j->rsb, j->csb, j->beta, j->c + j0 * j->csc, j->rsc,  \
-                         j->csc);                                                                  \
+                         j->csc, j->bias ? j->bias + j0 : NULL);                                   \
         } else {                                                                                   \
             int64_t i0 = lo * u->mr, i1 = hi * u->mr < j->m ? hi * u->mr : j->m;                   \
             if (i1 > i0)                                                                           \
                 s = BODY(u, i1 - i0, j->n, j->k, j->alpha, j->a + i0 * j->rsa, j->rsa, j->csa,     \
-                         j->b, j->rsb, j->csb, j->beta, j->c + i0 * j->rsc, j->rsc, j->csc);       \
+                         j->b, j->rsb, j->csb, j->beta, j->c + i0 * j->rsc, j->rsc, j->csc,        \
+                         j->bias);                                                                 \
         }                                                                                          \
         if (s != YT_OK)                                                                            \
             atomic_store_explicit(&j->status, (int)s, memory_order_relaxed);                       \
@@ -268,11 +269,13 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
 
 /* Picks C = A B or C^T = B^T A^T (whichever plan_cost prefers), then, with several threads,
  * splits C into column (or row) strips of whole micro-tiles, two per thread, which the threads
- * of the pool (parallel.h) claim as they come. */
+ * of the pool (parallel.h) claim as they come. A bias row (bias[j] added to every row of C, beta
+ * 0) goes into the kernels' stores; in the transposed orientation it is a column of C^T, so C is
+ * filled with it first and accumulated into (beta 1). */
 #define DEFINE_DRIVER(NAME, T, KSET, GET, BODY, SPLIT)                                             \
     yt_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
                    const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc,   \
-                   int threads)                                                                    \
+                   const T *bias, int threads)                                                     \
     {                                                                                              \
         const KSET *u = GET();                                                                     \
         bool tr = u->tr != NULL;                                                                   \
@@ -281,6 +284,13 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
         double swapped =                                                                           \
             plan_cost(u->mrs[2], u->lanes, tr, sizeof(T), n, m, k, csb, rsb, csa, rsa, csc, rsc);  \
         if (swapped < direct) {                                                                    \
+            if (bias != NULL) {                                                                    \
+                for (int64_t i = 0; i < m; i++)                                                    \
+                    for (int64_t j = 0; j < n; j++)                                                \
+                        c[i * rsc + j * csc] = bias[j];                                            \
+                bias = NULL;                                                                       \
+                beta = 1;                                                                          \
+            }                                                                                      \
             const T *t = a;                                                                        \
             a = b;                                                                                 \
             b = t;                                                                                 \
@@ -301,9 +311,9 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
         int64_t tiles = split_n ? n_tiles : m_tiles;                                               \
         int64_t chunks = 2 * (int64_t)threads < tiles ? 2 * (int64_t)threads : tiles;              \
         if (threads <= 1 || chunks <= 1)                                                           \
-            return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);           \
-        SPLIT##_job job = {u,     m,      n,     k,    rsa, csa, rsb, csb,     rsc,  csc,          \
-                           tiles, chunks, alpha, beta, a,   b,   c,   split_n, YT_OK};             \
+            return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, bias);     \
+        SPLIT##_job job = {u,     m,      n,     k,    rsa, csa, rsb,  csb, rsc,     csc,          \
+                           tiles, chunks, alpha, beta, a,   b,   bias, c,   split_n, YT_OK};       \
         int64_t wait = yt__parallel_run(chunks, threads, SPLIT, &job);                             \
         yt__gemm_threads_observe(wait);                                                            \
         int status = atomic_load(&job.status);                                                     \
