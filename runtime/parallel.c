@@ -75,9 +75,7 @@ work(uint64_t gen)
         /* chunk `next` is ours: the job stays in the slot until we count it done */
         yt__chunk_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        in_chunk = true;
         fn(ctx, (int64_t)next);
-        in_chunk = false;
         atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
         s = atomic_load_explicit(&pool.state, memory_order_acquire);
     }
@@ -99,6 +97,7 @@ static void *
 worker_main(void *arg)
 {
     int index = (int)(intptr_t)arg;
+    in_chunk = true; /* a worker only ever runs chunks */
     uint64_t seen = atomic_load(&pool.state) >> 32;
     for (;;) {
         int64_t spin_end = now_ns() + pool.spin_ns;
@@ -224,8 +223,11 @@ yt__parallel_threads(double ns, int max_threads)
 static int64_t
 run_serial(int64_t n_chunks, yt__chunk_fn fn, void *ctx)
 {
+    bool was = in_chunk; /* chunks see one thread, however they are run */
+    in_chunk = true;
     for (int64_t c = 0; c < n_chunks; c++)
         fn(ctx, c);
+    in_chunk = was;
     return 0;
 }
 
