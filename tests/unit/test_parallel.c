@@ -117,7 +117,7 @@ Test(parallel, concurrent_callers)
 
 Test(parallel, thread_policy)
 {
-    cr_assert_eq(yt__parallel_threads(1e9, 1), 1); /* one thread configured */
+    cr_assert_eq(yt__parallel_threads(1e9, 1), 1);   /* one thread configured */
     cr_assert_eq(yt__parallel_threads(100.0, 2), 1); /* far too small to split */
     cr_assert(yt__parallel_threads(1e9, 2) == 2 || yt__parallel_threads(1e9, 2) == 1);
     YT_ASSERT_NO_LEAKS();
