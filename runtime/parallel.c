@@ -60,15 +60,16 @@ pack(uint64_t gen, uint64_t next, uint64_t n)
     return gen << 32 | next << CHUNK_BITS | n;
 }
 
-/* Claims and runs chunks of generation `gen` until none is left. */
-static void
+/* Claims and runs chunks of generation `gen` until none is left; returns how many it ran. */
+static int64_t
 work(uint64_t gen)
 {
+    int64_t ran = 0;
     uint64_t s = atomic_load_explicit(&pool.state, memory_order_acquire);
     for (;;) {
         uint64_t n = s & CHUNK_MASK, next = (s >> CHUNK_BITS) & CHUNK_MASK;
         if (s >> 32 != (gen & 0xffffffffu) || next >= n)
-            return;
+            return ran;
         if (!atomic_compare_exchange_weak_explicit(&pool.state, &s, pack(gen, next + 1, n),
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
@@ -76,6 +77,7 @@ work(uint64_t gen)
         yt__chunk_fn fn = pool.fn;
         void *ctx = pool.ctx;
         fn(ctx, (int64_t)next);
+        ran++;
         atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
         s = atomic_load_explicit(&pool.state, memory_order_acquire);
     }
@@ -163,24 +165,28 @@ ensure_workers(int want)
 /* What the recent parallel jobs cost their callers in waiting for chunks a worker held, as in
  * gemm_threads.c: the second largest of the last 8. */
 #define WAITS 8
-static _Atomic int64_t waits[WAITS];
+static _Atomic int64_t waits[WAITS], seen_at[WAITS];
 static _Atomic unsigned next_wait;
 static _Atomic int64_t last_probe;
-#define PROBE_NS 50000000
+#define PROBE_NS 10000000
+#define STALE_NS 100000000 /* an older wait counts as none (the machine may have quietened) */
 
 static void
 observe(int64_t wait_ns)
 {
     unsigned slot = atomic_fetch_add_explicit(&next_wait, 1, memory_order_relaxed) % WAITS;
     atomic_store_explicit(&waits[slot], wait_ns, memory_order_relaxed);
+    atomic_store_explicit(&seen_at[slot], now_ns(), memory_order_relaxed);
 }
 
 static int64_t
-recent_wait(void)
+recent_wait(int64_t now)
 {
     int64_t w[WAITS];
     for (int i = 0; i < WAITS; i++) {
         int64_t v = atomic_load_explicit(&waits[i], memory_order_relaxed);
+        if (now - atomic_load_explicit(&seen_at[i], memory_order_relaxed) > STALE_NS)
+            v = 0;
         int j = i;
         for (; j > 0 && w[j - 1] > v; j--)
             w[j] = w[j - 1];
@@ -207,10 +213,11 @@ yt__parallel_threads(double ns, int max_threads)
     if (ns < WAKE_NS && atomic_load_explicit(&pool.sleeping, memory_order_relaxed) > 0)
         return 1;
     double saved = ns * (1.0 - 1.0 / max_threads);
-    if (saved >= 2.0 * (double)recent_wait())
+    int64_t now = now_ns();
+    if (saved >= 2.0 * (double)recent_wait(now))
         return max_threads;
     /* a probe, at most one per PROBE_NS, to notice a machine that has quietened down */
-    int64_t now = now_ns(), last = atomic_load_explicit(&last_probe, memory_order_relaxed);
+    int64_t last = atomic_load_explicit(&last_probe, memory_order_relaxed);
     if (now - last >= PROBE_NS &&
         atomic_compare_exchange_strong_explicit(&last_probe, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
@@ -257,12 +264,12 @@ yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx)
         futex_wake_all(&pool.wake_word);
     }
     in_chunk = true; /* nested parallel calls from our own chunks run serially */
-    work(gen);
+    int64_t t_start = now_ns();
+    int64_t mine = work(gen);
+    int64_t t_mine = now_ns();
     in_chunk = false;
     /* every chunk is claimed; wait for those the workers hold */
-    int64_t t0 = 0;
     if (atomic_load_explicit(&pool.done, memory_order_acquire) < n_chunks) {
-        t0 = now_ns();
         for (unsigned i = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n_chunks;
              i++) {
             cpu_relax();
@@ -270,8 +277,17 @@ yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx)
                 sched_yield(); /* the worker holding a chunk may be waiting for our core */
         }
     }
-    int64_t wait = t0 != 0 ? now_ns() - t0 : 0;
-    observe(wait);
+    /* What splitting cost: the job's time beyond running every chunk here, at the pace the
+     * caller ran its own (a worker that came late but helped costs nothing; one descheduled
+     * while holding a chunk costs the wait) */
+    int64_t t_end = now_ns(), cost;
+    if (mine > 0)
+        cost = t_end - t_start - (t_mine - t_start) * n_chunks / mine;
+    else
+        cost = t_end - t_mine;
+    if (cost < 0)
+        cost = 0;
+    observe(cost);
     atomic_store_explicit(&pool.busy, 0, memory_order_release);
-    return wait;
+    return cost;
 }

@@ -23,8 +23,8 @@
 typedef void (*yt__chunk_fn)(void *ctx, int64_t chunk);
 
 /* Runs fn(ctx, c) for every c in [0, n_chunks) on up to `threads` threads (the caller included),
- * and returns when all have run: the nanoseconds the caller spent waiting, at the end, for chunks
- * workers held (0 when it ran alone). `fn` must not fail through the thread-local error state
+ * and returns when all have run: what splitting cost the caller, in nanoseconds (the job's time
+ * beyond running all the chunks itself at its own pace; 0 when it gained or ran alone). `fn` must not fail through the thread-local error state
  * (record failures in ctx). n_chunks <= 65535. */
 YT_INTERNAL int64_t yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx);
 
