@@ -69,8 +69,9 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff test-nn test-codegen \
-        test-examples test-asan bench install uninstall clean format check-format
+.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff \
+        test-nn test-optim test-io test-cli test-codegen test-examples test-asan fuzz bench install uninstall clean \
+        format check-format
 .DEFAULT_GOAL := all
 
 all: lib $(BUILD)/yaten.pc $(EXAMPLES) $(YATEN_CLI)
@@ -105,6 +106,7 @@ $(BUILD)/%.o: %.c $(BUILD)/gen.stamp
 
 # Pointwise loops: errno and FP-trap semantics would keep sqrt and rounding from vectorising.
 $(BUILD)/generated/kernels_pointwise.o: CFLAGS += -fno-math-errno -fno-trapping-math
+$(BUILD)/nn/optim_loops.o: CFLAGS += -fno-math-errno -fno-trapping-math
 
 $(STATIC_LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -127,6 +129,9 @@ $(BUILD)/tools/%.o: tools/%.c $(BUILD)/gen.stamp
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
 
+# The embedded default config is examples/fashion_cnn.yaml itself (.incbin), which -MMD cannot see.
+$(BUILD)/tools/default_config.o: examples/fashion_cnn.yaml
+
 $(BUILD)/yaten: $(TOOL_OBJ) $(STATIC_LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(TOOL_OBJ) -o $@ $(STATIC_LIB) $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
@@ -138,7 +143,7 @@ $(BUILD)/examples/%: examples/%.c $(STATIC_LIB)
 # ---- the main job
 demo: deps-demo
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(BUILD)/examples/mlp_synthetic
+	$(Q)$(BUILD)/yaten train
 
 # ---- tests
 test: deps-test
@@ -148,6 +153,9 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
 	$(Q)$(MAKE) --no-print-directory test-nn
+	$(Q)$(MAKE) --no-print-directory test-optim
+	$(Q)$(MAKE) --no-print-directory test-io
+	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
@@ -177,6 +185,12 @@ test-diff: $(BUILD)/tests/diff_runner
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
 
+# The CLI's tests link the yaten command's objects (tools/ but main.o) and libyaml.
+$(BUILD)/tests/test_cli%: tests/unit/test_cli%.c $(TOOL_LIB_OBJ) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default $< $(TOOL_LIB_OBJ) \
+	  -o $@ $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
+
 # nn modules against torch.nn (tests/nn/): the same weights, inputs and upstream gradient through
 # both; outputs, gradients and running statistics must agree.
 $(BUILD)/tests/nn_runner: tests/nn/runner.c $(STATIC_LIB)
@@ -189,6 +203,38 @@ test-nn: $(BUILD)/tests/nn_runner
 	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
 	$(Q)YT_NN_RUNNER=$(BUILD)/tests/nn_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/nn $(ARGS)
 
+# The yaten side of the optimizer and scheduler differential tests against PyTorch (tests/optim/).
+$(BUILD)/tests/optim_runner: tests/optim/runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# The yaten side of the differential training test: an MLP and a CNN trained from yaten's
+# initial weights (written as safetensors) on batches from .npy files.
+$(BUILD)/tests/optim_train_runner: tests/optim/train_runner.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# Optimizers (50 steps, every option) and schedulers (100 steps) against torch.optim, and the
+# first 50 training steps of an MLP and a CNN (SGD with momentum, Adam) against PyTorch's.
+test-optim: $(BUILD)/tests/optim_runner $(BUILD)/tests/optim_train_runner
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_OPTIM_RUNNER=$(BUILD)/tests/optim_runner YT_OPTIM_TRAIN_RUNNER=$(BUILD)/tests/optim_train_runner \
+	  $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/optim $(ARGS)
+
+# Serialization against PyTorch and NumPy (tests/io/): safetensors and .npy files cross both ways;
+# the yaten side is tests/io/roundtrip.c.
+$(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) \
+	  $(LDLIBS_LIB)
+
+test-io: $(BUILD)/tests/io_roundtrip
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_IO_ROUNDTRIP=$(BUILD)/tests/io_roundtrip $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/io $(ARGS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
@@ -198,19 +244,30 @@ $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 test-unit: $(TESTS)
 	$(Q)for t in $(TESTS); do echo "  TEST    $$t"; $$t $(ARGS) || exit 1; done
 
-# The examples must build and succeed (mlp_synthetic fails unless its loss falls).
+# The yaten command as a user runs it (tests/cli/): help and usage errors, `ops` against ops.yaml,
+# config errors, its weights in PyTorch, Ctrl-C and resume, the progress bar, the plot.
+test-cli: $(YATEN_CLI)
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest, yaml' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy, pytest or yaml: run make deps-test" >&2; exit 1; }
+	$(Q)YATEN=$(BUILD)/yaten $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/cli $(ARGS)
+
+# The examples must build and succeed (mlp_synthetic fails unless its loss falls, fashion_mlp
+# unless it reaches 80% test accuracy).
+# They run in a temporary folder, since some write files (fashion_mlp saves its weights).
 test-examples: $(EXAMPLES)
-	$(Q)for e in $(EXAMPLES); do echo "  RUN     $$e"; $$e >/dev/null || { echo "$$e failed" >&2; exit 1; }; done
+	$(Q)tmp=$$(mktemp -d) && for e in $(EXAMPLES); do echo "  RUN     $$e"; \
+	  (cd $$tmp && $(CURDIR)/$$e >/dev/null) || { echo "$$e failed" >&2; rm -rf $$tmp; exit 1; }; \
+	done; rm -rf $$tmp
 
 # Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -march=x86-64-v3' \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit test-diff test-nn
+	  test-unit test-diff test-nn test-optim test-io test-cli
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch $(BUILD)/bench/train_torch
-bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
+bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/pointwise.sh $(BUILD)
@@ -218,6 +275,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
 	$(Q)bench/train.sh $(BUILD)
+	$(Q)bench/demo.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

@@ -10,7 +10,9 @@
 #include "yaten/random.h"
 #include "yaten/named.h"
 #include "yaten/nn.h"
+#include "yaten/io.h"
 #include "yaten/data.h"
+#include "yaten/optim.h"
 #include "yaten/ops.h" /* generated from ops.yaml */
 
 #endif

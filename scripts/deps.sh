@@ -5,8 +5,8 @@
 set -eu
 
 build="gcc make pkg-config libblis-openmp-dev libyaml-dev zlib1g-dev libjansson-dev python3-jinja2 python3-yaml clang-format-14"
-test_pkgs="libcriterion-dev python3-pytest python3-torch python3-numpy"
-bench_pkgs="libtorch-dev python3-torch libopenblas0-pthread"
+test_pkgs="libcriterion-dev python3-pytest python3-torch python3-numpy dataset-fashion-mnist"
+bench_pkgs="libtorch-dev python3-torch libopenblas0-pthread dataset-fashion-mnist"
 demo_pkgs="dataset-fashion-mnist gnuplot-nox"
 
 case "${1:-build}" in
