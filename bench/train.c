@@ -5,7 +5,8 @@
  *                linear(400->10), 28x28 input, batch 64, cross-entropy
  *   transformer  encoder block d_model 128, 4 heads, FF 512, seq 64, batch 8, post-norm, ReLU,
  *                no dropout, MSE to a random target
- * One step = zero grads (grad = None) + forward + loss + backward + SGD step (lr 0.01), in a scope.
+ * One step = zero grads (grad = None) + forward + loss + backward + SGD step (yt_sgd, lr 0.01), in a
+ * scope.
  * The models are the nn modules a user builds (Sequential, Linear, Conv2d, MaxPool2d,
  * TransformerEncoderLayer, CrossEntropyLoss, MSELoss), initialised by them as PyTorch does; with
  * --ops the same models are written with the public ops on leaf tensors (same initialisation), to
@@ -70,6 +71,7 @@ typedef struct model {
     yt_tensor *x, *y;
     yt_tensor *(*loss)(struct model *m); /* forward + loss, new reference in the step's scope */
     yt_module *net, *criterion;          /* module models (else NULL) */
+    yt_optimizer *opt;                   /* SGD, lr 0.01, over params */
 } model;
 
 /* A leaf parameter of `size` drawn from U(-bound, bound). */
@@ -305,16 +307,10 @@ static void
 step(model *m)
 {
     yt_scope_begin();
-    for (int i = 0; i < m->n_params; i++)
-        yt_zero_grad(m->params[i]);
+    yt_optimizer_zero_grad(m->opt);
     yt_tensor *loss = check(m->loss(m), "forward");
     check_status(yt_backward(loss, NULL, NULL), "backward");
-    bool was = yt_set_grad_enabled(false);
-    for (int i = 0; i < m->n_params; i++) {
-        yt_tensor *g = yt_grad(m->params[i]); /* owned by the step's scope */
-        check_status(yt_add_ex_(m->params[i], check(g, "grad"), yt_float(-0.01)), "sgd");
-    }
-    yt_set_grad_enabled(was);
+    check_status(yt_optimizer_step(m->opt), "sgd step");
     yt_scope_end();
 }
 
@@ -330,6 +326,15 @@ run(const char *name, void (*setup)(model *), int threads, int steps, int warmup
     yt_scope_keep(m.x);
     yt_scope_keep(m.y);
     yt_scope_end();
+    yt_named_tensors list = YT_NAMED_TENSORS_INIT;
+    for (int i = 0; i < m.n_params; i++) {
+        char pname[16];
+        snprintf(pname, sizeof pname, "p%d", i);
+        check_status(yt_named_tensors_add(&list, pname, m.params[i]), "parameter list");
+    }
+    const yt_sgd_options sgd = {.lr = 0.01};
+    m.opt = check(yt_sgd_new(&list, &sgd), "sgd_new");
+    yt_named_tensors_clear(&list);
     for (int i = 0; i < warmup; i++)
         step(&m);
     double *t = check(malloc(sizeof *t * (size_t)steps), "malloc");
@@ -351,6 +356,7 @@ run(const char *name, void (*setup)(model *), int threads, int steps, int warmup
     yt_release(m.y);
     yt_module_release(m.net);
     yt_module_release(m.criterion);
+    yt_optimizer_release(m.opt);
 }
 
 int
