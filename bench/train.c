@@ -12,7 +12,8 @@
  * --ops the same models are written with the public ops on leaf tensors (same initialisation), to
  * see what the module layer costs.
  *
- * Usage: train THREADS [mlp|cnn|transformer ...] [--steps 200] [--warmup 20] [--ops]
+ * Usage: train THREADS [mlp|cnn|transformer|demo ...] [--steps 200] [--warmup 20] [--ops]
+ * (demo: the `yaten train` default CNN with batch norm, for profiling; not run by default)
  * Output: "train_<model>_<T>t <median ms> ms/step", plus p10/p90 lines.
  * BENCH_CLOCK=cpu times process CPU time instead of wall time (fairer at 1 thread under load). */
 #define _POSIX_C_SOURCE 199309L
@@ -289,6 +290,35 @@ cnn_modules(model *m)
     m->y = check(yt_randint(10, ys, 1), "target");
 }
 
+/* The `yaten train` default model (examples/fashion_cnn.yaml), for profiling the demo's step:
+ * conv(1->32, pad 1) BN relu pool, conv(32->64, pad 1) BN relu pool, linear(3136->128) relu,
+ * linear(128->10). Not part of the default set. */
+static void
+demo_modules(model *m)
+{
+    yt_conv2d_options c1 = yt_conv2d_options_default(1, 32, 3),
+                      c2 = yt_conv2d_options_default(32, 64, 3);
+    c1.padding[0] = c1.padding[1] = c2.padding[0] = c2.padding[1] = 1;
+    m->net = check(yt_sequential_new(), "sequential");
+    add(m->net, yt_conv2d_new(&c1));
+    add(m->net, yt_batch_norm2d_new(32, 1e-5, 0.1, true, true));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_max_pool2d_new(2, 0, 0));
+    add(m->net, yt_conv2d_new(&c2));
+    add(m->net, yt_batch_norm2d_new(64, 1e-5, 0.1, true, true));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_max_pool2d_new(2, 0, 0));
+    add(m->net, yt_flatten_new(1, -1));
+    add(m->net, yt_linear_new(3136, 128, true));
+    add(m->net, yt_relu_new());
+    add(m->net, yt_linear_new(128, 10, true));
+    m->criterion = check(yt_cross_entropy_loss_new(NULL), "loss");
+    module_params(m);
+    const int64_t xs[4] = {64, 1, 28, 28}, ys[1] = {64};
+    m->x = check(yt_randn(xs, 4), "input");
+    m->y = check(yt_randint(10, ys, 1), "target");
+}
+
 static void
 tf_modules(model *m)
 {
@@ -401,6 +431,8 @@ main(int argc, char **argv)
             run("cnn", ops ? cnn_setup : cnn_modules, threads, steps, warmup);
         else if (strcmp(models[i], "transformer") == 0)
             run("transformer", ops ? tf_setup : tf_modules, threads, steps, warmup);
+        else if (strcmp(models[i], "demo") == 0 && !ops)
+            run("demo", demo_modules, threads, steps, warmup);
         else {
             fprintf(stderr, "train bench: unknown model '%s'\n", models[i]);
             return 2;

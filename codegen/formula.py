@@ -55,6 +55,12 @@ class CompiledFormula:
     cond: str = ""  # C condition: the node needs this gradient
 
 
+@dataclass
+class FusedFormula:
+    c_lines: list
+    partial: bool  # covers only the first inputs: the others keep their formulas (fused_ran)
+
+
 class _Compiler:
     def __init__(self, op: Op, formula: Formula, registry: dict, saved: dict, out_index: int):
         self.op = op
@@ -272,19 +278,21 @@ class _Compiler:
         return Value("bool", f"node->base.needs_grad[{index[ident]}]")
 
     def compile_fused(self, targets: list) -> list[str]:
-        """The fused formula: one call of a multi-result op whose results are the gradients of
-        `targets` ((input name, edge index) in formula order). Its results go straight to the
-        node's outputs; the ones not needed are released."""
+        """The fused formula: one call of an op whose results are the gradients of the first of
+        `targets` ((input name, edge index) in formula order), as many as it has results. Its
+        results go straight to the node's outputs; the ones not needed are released. Returns
+        (C lines, how many targets it covers); when it covers them all, the lines return."""
         try:
             tree = ast.parse(self.formula.source, mode="eval")
         except SyntaxError as e:
             self.fail(f"syntax error: {e.msg}")
         body = tree.body
         if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name)):
-            self.fail("fused must be one call of an op with several results")
-        candidates = [op for op in self.registry.values() if op.schema.name == body.func.id and op.schema.multi]
+            self.fail("fused must be one call of an op")
+        candidates = [op for op in self.registry.values()
+                      if op.schema.name == body.func.id and not op.schema.returns_list]
         if not candidates:
-            self.fail(f"'{body.func.id}' is not an op with several results")
+            self.fail(f"'{body.func.id}' is not an op returning tensors")
         args = [self.expr(a) for a in body.args]
         kwargs = {k.arg: self.expr(k.value) for k in body.keywords}
         errors = []
@@ -294,27 +302,34 @@ class _Compiler:
             except _NoMatch as e:
                 errors.append(f"{op.schema.full_name}: {e}")
                 continue
-            if len(op.schema.results) != len(targets):
-                self.fail(f"{op.schema.full_name} has {len(op.schema.results)} results for the "
+            n = len(op.schema.results)
+            if n > len(targets):
+                self.fail(f"{op.schema.full_name} has {n} results for the "
                           f"{len(targets)} gradients ({', '.join(t for t, _ in targets)})")
             fn = f"yt_{op.c_name}_ex" if any(a.has_default for a in op.schema.args) else f"yt_{op.c_name}"
-            n = len(targets)
             self.lines.append(f"yt_tensor *fused[{n}] = {{{', '.join(['NULL'] * n)}}};")
-            outs = ", ".join(f"&fused[{k}]" for k in range(n))
-            self.lines.append(f"yt_status fused_status = {fn}({', '.join(c_args)}, {outs});")
+            if op.schema.multi:
+                outs = ", ".join(f"&fused[{k}]" for k in range(n))
+                self.lines.append(f"yt_status fused_status = {fn}({', '.join(c_args)}, {outs});")
+            else:
+                self.lines.append(f"fused[0] = {fn}({', '.join(c_args)});")
+                self.lines.append("yt_status fused_status = fused[0] != NULL ? YT_OK : yt__last_status();")
             for t in reversed(self.temps):
                 self.lines.append(f"yt_release({t});")
             for u in reversed(self.unpacked):
                 self.lines.append(self.release_of(u))
             self.lines.append("if (fused_status != YT_OK)")
             self.lines.append("    return fused_status;")
-            for k, (_, idx) in enumerate(targets):
+            for k, (_, idx) in enumerate(targets[:n]):
                 self.lines.append(f"if (node->base.needs_grad[{idx}])")
                 self.lines.append(f"    out[{idx}] = fused[{k}];")
                 self.lines.append("else")
                 self.lines.append(f"    yt_release(fused[{k}]);")
-            self.lines.append("return YT_OK;")
-            return self.lines
+            if n == len(targets):
+                self.lines.append("return YT_OK;")
+            else:  # the remaining inputs keep their formulas
+                self.lines.append("fused_ran = true;")
+            return self.lines, n
         self.fail(f"no overload of '{body.func.id}' accepts these arguments ({'; '.join(errors)})")
 
     def operator(self, table, lhs: Value, rhs: Value, final, what) -> Value:
@@ -479,5 +494,10 @@ def compile_derivative(op: Op, registry: dict):
             targets.append((f.input, tensor_index[f.input]))
         c = _Compiler(op, op.derivative.fused, registry, saved, -1)
         c.fused_for = [t for t, _ in targets]
-        fused = c.compile_fused(targets)
+        lines, covered = c.compile_fused(targets)
+        partial = covered < len(targets)
+        if partial:  # when the fused call ran, the inputs it covers are done
+            for f in compiled[:covered]:
+                f.cond = f"!fused_ran && {f.cond}"
+        fused = FusedFormula(lines, partial)
     return compiled, fused, list(saved.values())

@@ -1014,7 +1014,8 @@ class OpLowering:
             "loc": str(op.derivative.loc),
             "formulas": [{"input": f.input, "source": f.source, "cond": f.cond, "c_lines": f.c_lines}
                          for f in self.compiled],
-            "fused": self.fused,
+            "fused": self.fused.c_lines if self.fused else None,
+            "fused_partial": self.fused.partial if self.fused else False,
             "fused_source": op.derivative.fused.source if op.derivative.fused else None,
             "fields": fields,
             "uses_node_in_backward": True,

@@ -8794,20 +8794,48 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
  *   bias: batch_norm_backward_bias(grad)
  *   running_mean: zeros_like(batch_norm_backward_bias(grad))
  *   running_var: zeros_like(batch_norm_backward_bias(grad))
+ *   fused (when no graph is recorded): batch_norm_backward(grad, input, weight, eps, needs_grad(input), needs_grad(weight), needs_grad(bias))
  */
 typedef struct batch_norm_training_node {
     yt_node base;    /* must be first */
-    yt_saved input;  /* used by: input, weight */
-    yt_saved weight; /* used by: input */
-    double eps;      /* used by: input, weight */
+    yt_saved input;  /* used by: input, weight, bias, running_mean, running_var */
+    yt_saved weight; /* used by: input, weight, bias, running_mean, running_var */
+    double eps;      /* used by: input, weight, bias, running_mean, running_var */
 } batch_norm_training_node;
 
 static yt_status
 batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 {
     batch_norm_training_node *node = (batch_norm_training_node *)node_;
+    bool fused_ran = false;
 
-    if (node->base.needs_grad[0]) {
+    if (yt__tls.grad_disabled) { /* no graph to record: these gradients from one call */
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_batch_norm_backward(
+            grads[0], input, weight, node->eps, node->base.needs_grad[0], node->base.needs_grad[1],
+            node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(weight);
+        yt_release(input);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        fused_ran = true;
+    }
+
+    if (!fused_ran && node->base.needs_grad[0]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
         out[0] = yt_batch_norm_backward_input(grads[0], input, weight, node->eps);
@@ -8817,7 +8845,7 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (node->base.needs_grad[1]) {
+    if (!fused_ran && node->base.needs_grad[1]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         out[1] = yt_batch_norm_backward_weight(grads[0], input, node->eps);
         yt_release(input);
@@ -8825,7 +8853,7 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (node->base.needs_grad[2]) {
+    if (!fused_ran && node->base.needs_grad[2]) {
         out[2] = yt_batch_norm_backward_bias(grads[0]);
         if (out[2] == NULL)
             return yt__last_status();
@@ -8880,9 +8908,13 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
     yt__node_set_edge(&node->base, 2, bias);
     yt__node_set_edge(&node->base, 3, running_mean);
     yt__node_set_edge(&node->base, 4, running_var);
-    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
+         node->base.needs_grad[3] || node->base.needs_grad[4]))
         status = yt__saved_init(&node->input, input, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[0]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
+         node->base.needs_grad[3] || node->base.needs_grad[4]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->eps = eps;
     if (status == YT_OK)
@@ -8892,7 +8924,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:586:
+ * backward, from derivatives.yaml:590:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -8996,7 +9028,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:591:
+ * backward, from derivatives.yaml:595:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -9073,7 +9105,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:595:
+ * backward, from derivatives.yaml:599:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9127,7 +9159,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:601:
+ * backward, from derivatives.yaml:605:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9227,7 +9259,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:606:
+ * backward, from derivatives.yaml:610:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9302,7 +9334,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:598:
+ * backward, from derivatives.yaml:602:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9355,7 +9387,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:613:
+ * backward, from derivatives.yaml:617:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9412,7 +9444,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:616:
+ * backward, from derivatives.yaml:620:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9469,7 +9501,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:619:
+ * backward, from derivatives.yaml:623:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9544,7 +9576,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:623:
+ * backward, from derivatives.yaml:627:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9619,7 +9651,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:630:
+ * backward, from derivatives.yaml:634:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */
@@ -9706,7 +9738,7 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * backward, from derivatives.yaml:648:
+ * backward, from derivatives.yaml:652:
  *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
  *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
  *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)

@@ -641,6 +641,10 @@ const yt__batch_norm_backward_bias_kernel_fn yt__batch_norm_backward_bias_kernel
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_bias,
 };
 
+const yt__batch_norm_backward_kernel_fn yt__batch_norm_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward,
+};
+
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_softmax,
 };

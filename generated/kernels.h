@@ -917,6 +917,18 @@ extern const yt__batch_norm_backward_bias_kernel_fn
     yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 
+typedef yt_status (*yt__batch_norm_backward_kernel_fn)(yt_tensor *d_input, yt_tensor *d_weight,
+                                                       yt_tensor *d_bias, yt_tensor *grad_out,
+                                                       yt_tensor *input, yt_tensor *weight,
+                                                       double eps, bool input_grad,
+                                                       bool weight_grad, bool bias_grad);
+extern const yt__batch_norm_backward_kernel_fn yt__batch_norm_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight,
+                                                  yt_tensor *d_bias, yt_tensor *grad_out,
+                                                  yt_tensor *input, yt_tensor *weight, double eps,
+                                                  bool input_grad, bool weight_grad,
+                                                  bool bias_grad);
+
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
 extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];

@@ -1996,7 +1996,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2711; backward from derivatives.yaml:586 */
+ * from ops.yaml:2711; backward from derivatives.yaml:590 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -2066,7 +2066,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2722; backward from derivatives.yaml:591 */
+ * from ops.yaml:2722; backward from derivatives.yaml:595 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -2124,7 +2124,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2734; backward from derivatives.yaml:595 */
+ * from ops.yaml:2734; backward from derivatives.yaml:599 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2377,7 +2377,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2779; backward from derivatives.yaml:601 */
+ * from ops.yaml:2779; backward from derivatives.yaml:605 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -2447,7 +2447,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2790; backward from derivatives.yaml:606 */
+ * from ops.yaml:2790; backward from derivatives.yaml:610 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -2504,7 +2504,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2802; backward from derivatives.yaml:598 */
+ * from ops.yaml:2802; backward from derivatives.yaml:602 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2544,8 +2544,96 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
     return yt__scope_track(result);
 }
 
-/* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
+/* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * from ops.yaml:2813 */
+yt_status
+yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
+                       bool input_grad, bool weight_grad, bool bias_grad, yt_tensor **d_input,
+                       yt_tensor **d_weight, yt_tensor **d_bias)
+{
+    if (d_input == NULL || d_weight == NULL || d_bias == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "batch_norm_backward: d_input and d_weight and d_bias must be non-NULL pointers to receive the results");
+    *d_input = NULL;
+    *d_weight = NULL;
+    *d_bias = NULL;
+    if (grad_out == NULL)
+        return yt__null_status("batch_norm_backward", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_status("batch_norm_backward", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "batch_norm_backward: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "batch_norm_backward: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "batch_norm_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "batch_norm_backward: input is on %s but grad_out is on %s",
+                               yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "batch_norm_backward: weight is on %s but grad_out is on %s",
+                               yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "batch_norm_backward: input has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "batch_norm_backward: weight has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype d_input_dtype = compute_dtype;
+    yt_dtype d_weight_dtype = compute_dtype;
+    yt_dtype d_bias_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "batch_norm_backward: input must be at least 2-D, got %d-D", input->dim);
+    yt_shape d_input_shape;
+    yt__shape_of(&d_input_shape, grad_out);
+    yt_shape d_weight_shape;
+    d_weight_shape.dim = 1;
+    d_weight_shape.sizes[0] = input->sizes[1];
+    yt_shape d_bias_shape;
+    d_bias_shape.dim = 1;
+    d_bias_shape.sizes[0] = input->sizes[1];
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_kernel_fn kernel = yt__batch_norm_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "batch_norm_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_weight =
+        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+    yt_tensor *new_d_bias =
+        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+    yt_status status = new_d_bias == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
+                                    eps, input_grad, weight_grad, bias_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_input);
+        yt_release(new_d_weight);
+        yt_release(new_d_bias);
+        return status;
+    }
+    *d_input = yt__scope_track(new_d_input);
+    *d_weight = yt__scope_track(new_d_weight);
+    *d_bias = yt__scope_track(new_d_bias);
+    return YT_OK;
+}
+
+/* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
+ * from ops.yaml:2825 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -2577,7 +2665,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2825 */
+ * from ops.yaml:2837 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -2650,7 +2738,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2836 */
+ * from ops.yaml:2848 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2705,7 +2793,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2886; backward from derivatives.yaml:619 */
+ * from ops.yaml:2898; backward from derivatives.yaml:623 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2761,7 +2849,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2903; backward from derivatives.yaml:623 */
+ * from ops.yaml:2915; backward from derivatives.yaml:627 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2823,7 +2911,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2920 */
+ * from ops.yaml:2932 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2861,7 +2949,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2928 */
+ * from ops.yaml:2940 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -2903,7 +2991,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2936 */
+ * from ops.yaml:2948 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -2934,7 +3022,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:3124 */
+ * from ops.yaml:3136 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -3006,7 +3094,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
- * from ops.yaml:3188 */
+ * from ops.yaml:3200 */
 yt_status
 yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor *query,
                                               yt_tensor *key, yt_tensor *value, yt_tensor *attn,
@@ -3156,7 +3244,7 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
 }
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:3448 */
+ * from ops.yaml:3460 */
 yt_tensor *
 yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 {
@@ -3176,7 +3264,7 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3459 */
+ * from ops.yaml:3471 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -3196,7 +3284,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3470 */
+ * from ops.yaml:3482 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -3218,7 +3306,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3477 */
+ * from ops.yaml:3489 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3244,7 +3332,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3484 */
+ * from ops.yaml:3496 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3284,7 +3372,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3491 */
+ * from ops.yaml:3503 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -3301,7 +3389,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3498 */
+ * from ops.yaml:3510 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3330,7 +3418,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3505 */
+ * from ops.yaml:3517 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3365,7 +3453,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3524 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3410,7 +3498,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3519; backward from derivatives.yaml:154 */
+ * from ops.yaml:3531; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3452,7 +3540,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3527; backward from derivatives.yaml:157 */
+ * from ops.yaml:3539; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -1154,7 +1154,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2947 */
+ * from ops.yaml:2959 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1162,7 +1162,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2947 */
+ * from ops.yaml:2959 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1178,7 +1178,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3135 */
+ * from ops.yaml:3147 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1186,7 +1186,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3135 */
+ * from ops.yaml:3147 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -1263,7 +1263,7 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * from ops.yaml:3164; backward from derivatives.yaml:648 */
+ * from ops.yaml:3176; backward from derivatives.yaml:652 */
 yt_status
 yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                      double scale, yt_tensor **output, yt_tensor **attn)

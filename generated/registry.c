@@ -1088,6 +1088,12 @@ static const op_info registry[] = {
             "Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.",
     },
     {
+        .schema =
+            "batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+        .doc =
+            "batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and `input` (the batch statistics recomputed once), for the results whose flag is set (the others are zeros): batch_norm_training's backward when no graph is recorded.",
+    },
+    {
         .schema = "batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor",
         .doc =
             "Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.",
@@ -1181,8 +1187,7 @@ static const op_info registry[] = {
     {
         .schema =
             "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
-        .doc =
-            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
+        .doc = "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
     },
     {
         .schema =

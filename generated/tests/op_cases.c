@@ -15883,7 +15883,20 @@ error_batch_norm_backward_bias_1744(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1745(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1745(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[3];
+    if (yt_batch_norm_backward(inputs[0], inputs[1], NULL, 1e-05, true, true, true, &r[0], &r[1],
+                               &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
+}
+
+static yt_tensor *
+error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15891,7 +15904,7 @@ error_batch_norm_backward_bias_backward_1745(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15899,136 +15912,129 @@ error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1747(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1748(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1749(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_softmax_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1754(yt_tensor *const *inputs, void *ctx)
+call_softmax_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 error_softmax_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
 error_softmax_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1757(yt_tensor *const *inputs, void *ctx)
+error_softmax_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 error_log_softmax_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
 error_log_softmax_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1765(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16042,14 +16048,14 @@ static yt_tensor *
 call_softmax_backward_data_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1768(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -16063,14 +16069,14 @@ static yt_tensor *
 error_softmax_backward_data_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
@@ -16084,14 +16090,14 @@ static yt_tensor *
 call_log_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -16105,77 +16111,77 @@ static yt_tensor *
 error_log_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_dropout_1777(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
 call_dropout_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
 call_dropout_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1782(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1782(yt_tensor *const *inputs, void *ctx)
+error_dropout_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1783(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
 call_mse_loss_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_mse_loss_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
 call_mse_loss_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
@@ -16186,38 +16192,38 @@ call_mse_loss_1787(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mse_loss_1788(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
-}
-
-static yt_tensor *
-error_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1790(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_mse_loss_1790(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
@@ -16235,101 +16241,101 @@ call_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_l1_loss_1795(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
 error_l1_loss_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
 error_smooth_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1805(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_huber_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
@@ -16340,91 +16346,98 @@ call_huber_loss_1809(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
 error_huber_loss_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1812(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1818(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1820(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1822(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16432,28 +16445,28 @@ call_binary_cross_entropy_with_logits_1822(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1824(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1825(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16461,56 +16474,49 @@ error_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1828(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
 call_nll_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
 call_nll_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
 call_nll_loss_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1834(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
@@ -16520,198 +16526,197 @@ static yt_tensor *
 error_nll_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1838(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1854(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1859(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_index_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1861(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -16726,15 +16731,15 @@ static yt_tensor *
 call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
@@ -16755,7 +16760,7 @@ call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16803,7 +16808,15 @@ error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1874(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16815,7 +16828,7 @@ call_scaled_dot_product_attention_math_output_1874(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1875(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16827,7 +16840,7 @@ call_scaled_dot_product_attention_math_attn_1875(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1876(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16839,7 +16852,7 @@ call_scaled_dot_product_attention_math_output_1876(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1877(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16851,7 +16864,7 @@ call_scaled_dot_product_attention_math_attn_1877(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1878(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16863,7 +16876,7 @@ call_scaled_dot_product_attention_math_output_1878(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1879(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16875,7 +16888,7 @@ call_scaled_dot_product_attention_math_attn_1879(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1880(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16887,7 +16900,7 @@ call_scaled_dot_product_attention_math_output_1880(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1881(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16896,18 +16909,6 @@ call_scaled_dot_product_attention_math_attn_1881(yt_tensor *const *inputs, void 
         return NULL;
     yt_release(r[0]);
     return r[1];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1882(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
 }
 
 static yt_tensor *
@@ -16959,16 +16960,14 @@ error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1887(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[3];
-    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                      inputs[4], 0.5, true, true, true, &r[0],
-                                                      &r[1], &r[2]) != YT_OK)
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
         return NULL;
     yt_release(r[1]);
-    yt_release(r[2]);
     return r[0];
 }
 
@@ -16987,12 +16986,17 @@ error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1889(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1889(yt_tensor *const *inputs, void *ctx)
 {
-    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {2, 3};
-    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    yt_tensor *r[3];
+    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                      inputs[4], 0.5, true, true, true, &r[0],
+                                                      &r[1], &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
 }
 
 static yt_tensor *
@@ -17000,7 +17004,7 @@ call_empty_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {0, 3};
+    static const int64_t size[] = {2, 3};
     return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
@@ -17009,11 +17013,20 @@ call_empty_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1892(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
     return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_zeros_1892(yt_tensor *const *inputs, void *ctx)
+call_zeros_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17022,7 +17035,7 @@ call_zeros_1892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1893(yt_tensor *const *inputs, void *ctx)
+call_ones_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17031,7 +17044,7 @@ call_ones_1893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1894(yt_tensor *const *inputs, void *ctx)
+call_full_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17040,7 +17053,7 @@ call_full_1894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1895(yt_tensor *const *inputs, void *ctx)
+call_full_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17049,19 +17062,12 @@ call_full_1895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1896(yt_tensor *const *inputs, void *ctx)
+call_full_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
     return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_empty_like_1897(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17079,10 +17085,10 @@ call_empty_like_1899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_like_1900(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17103,21 +17109,21 @@ static yt_tensor *
 call_ones_like_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1904(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
 call_full_like_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17128,7 +17134,14 @@ call_full_like_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1907(yt_tensor *const *inputs, void *ctx)
+call_full_like_1907(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17136,7 +17149,7 @@ call_arange_1907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1908(yt_tensor *const *inputs, void *ctx)
+call_linspace_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17144,7 +17157,7 @@ call_linspace_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1909(yt_tensor *const *inputs, void *ctx)
+call_linspace_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17152,7 +17165,7 @@ call_linspace_1909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1910(yt_tensor *const *inputs, void *ctx)
+call_linspace_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17160,7 +17173,7 @@ call_linspace_1910(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1911(yt_tensor *const *inputs, void *ctx)
+call_eye_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17168,7 +17181,7 @@ call_eye_1911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1912(yt_tensor *const *inputs, void *ctx)
+call_eye_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17176,7 +17189,7 @@ call_eye_1912(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1913(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17184,7 +17197,7 @@ call_eye_m_1913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17192,7 +17205,7 @@ call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1915(yt_tensor *const *inputs, void *ctx)
+call_rand_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17201,7 +17214,7 @@ call_rand_1915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1916(yt_tensor *const *inputs, void *ctx)
+error_rand_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17210,7 +17223,7 @@ error_rand_1916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1917(yt_tensor *const *inputs, void *ctx)
+call_randn_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17219,19 +17232,12 @@ call_randn_1917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1918(yt_tensor *const *inputs, void *ctx)
+error_randn_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_rand_like_1919(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17242,10 +17248,10 @@ call_rand_like_1920(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_like_1921(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17256,7 +17262,14 @@ call_randn_like_1922(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1923(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17265,7 +17278,7 @@ call_randint_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1924(yt_tensor *const *inputs, void *ctx)
+call_randint_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17274,7 +17287,7 @@ call_randint_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1925(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17283,7 +17296,7 @@ call_randint_low_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1926(yt_tensor *const *inputs, void *ctx)
+call_randperm_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17291,7 +17304,7 @@ call_randperm_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1927(yt_tensor *const *inputs, void *ctx)
+call_randperm_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17299,14 +17312,14 @@ call_randperm_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1928(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17318,14 +17331,14 @@ inplace_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17337,14 +17350,14 @@ inplace_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17356,14 +17369,14 @@ inplace_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1934(yt_tensor *const *inputs, void *ctx)
+call_normal_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1935(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17375,14 +17388,14 @@ inplace_normal_1935(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1936(yt_tensor *const *inputs, void *ctx)
+call_normal_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1937(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17394,14 +17407,14 @@ inplace_normal_1937(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1938(yt_tensor *const *inputs, void *ctx)
+call_normal_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1939(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17413,21 +17426,21 @@ inplace_normal_1939(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1940(yt_tensor *const *inputs, void *ctx)
+error_normal_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1941(yt_tensor *const *inputs, void *ctx)
+call_uniform_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1942(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17439,14 +17452,14 @@ inplace_uniform_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1943(yt_tensor *const *inputs, void *ctx)
+call_uniform_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1944(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17458,14 +17471,14 @@ inplace_uniform_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1945(yt_tensor *const *inputs, void *ctx)
+call_uniform_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1946(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17477,35 +17490,35 @@ inplace_uniform_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1947(yt_tensor *const *inputs, void *ctx)
+error_uniform_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1948(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1949(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1950(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1951(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17513,7 +17526,7 @@ call_sum_to_1951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17521,7 +17534,7 @@ call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1953(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -26999,20 +27012,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2861 sample 0",
+        .where = "ops.yaml:2873 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1749,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2861 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1750,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27021,10 +27023,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2861 sample 2",
+        .where = "ops.yaml:2873 sample 1",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1751,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27033,9 +27034,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2861 sample 3",
+        .where = "ops.yaml:2873 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_softmax_1752,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27044,9 +27046,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2861 sample 4",
+        .where = "ops.yaml:2873 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1753,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27054,11 +27056,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2879 sample 0",
+        .op = "softmax.int",
+        .where = "ops.yaml:2873 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1757,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1754,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27066,9 +27068,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2879 sample 1",
+        .where = "ops.yaml:2891 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1758,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27077,10 +27079,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2879 sample 2",
+        .where = "ops.yaml:2891 sample 1",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1759,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27089,9 +27090,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2879 sample 3",
+        .where = "ops.yaml:2891 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_log_softmax_1760,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27100,9 +27102,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2879 sample 4",
+        .where = "ops.yaml:2891 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1761,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27110,12 +27112,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2897 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1765,
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2891 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27123,10 +27124,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2897 sample 1",
+        .where = "ops.yaml:2909 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1766,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27135,14 +27136,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2897 sample 2",
+        .where = "ops.yaml:2909 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1767,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27150,12 +27147,16 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2914 sample 0",
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2909 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1771,
+        .call = call_softmax_backward_data_1768,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27163,10 +27164,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2914 sample 1",
+        .where = "ops.yaml:2926 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1772,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27175,14 +27176,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2914 sample 2",
+        .where = "ops.yaml:2926 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1773,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27190,22 +27187,26 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "dropout",
-        .where = "ops.yaml:2953 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1777,
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2926 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1774,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2953 sample 1",
+        .where = "ops.yaml:2965 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1778,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27214,9 +27215,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2953 sample 2",
+        .where = "ops.yaml:2965 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_dropout_1779,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27225,9 +27227,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2953 sample 3",
+        .where = "ops.yaml:2965 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1780,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27236,9 +27238,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2953 sample 4",
+        .where = "ops.yaml:2965 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1781,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27246,12 +27248,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:2967 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1783,
+        .op = "dropout",
+        .where = "ops.yaml:2965 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1782,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27259,10 +27260,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2967 sample 1",
+        .where = "ops.yaml:2979 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1784,
         .call_inplace = NULL,
@@ -27272,10 +27272,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2967 sample 2",
+        .where = "ops.yaml:2979 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1785,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27284,10 +27285,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2967 sample 3",
+        .where = "ops.yaml:2979 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1786,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27296,10 +27297,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2967 sample 4",
+        .where = "ops.yaml:2979 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1787,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27307,12 +27308,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2982 sample 0",
+        .op = "mse_loss",
+        .where = "ops.yaml:2979 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1790,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1788,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27320,10 +27321,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2982 sample 1",
+        .where = "ops.yaml:2994 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1791,
         .call_inplace = NULL,
@@ -27333,10 +27333,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2982 sample 2",
+        .where = "ops.yaml:2994 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1792,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27345,10 +27346,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2982 sample 3",
+        .where = "ops.yaml:2994 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1793,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27357,10 +27358,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2982 sample 4",
+        .where = "ops.yaml:2994 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1794,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27368,12 +27369,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 0",
+        .op = "l1_loss",
+        .where = "ops.yaml:2994 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1797,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1795,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27381,10 +27382,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 1",
+        .where = "ops.yaml:3009 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1798,
         .call_inplace = NULL,
@@ -27394,9 +27394,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 2",
+        .where = "ops.yaml:3009 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1799,
         .call_inplace = NULL,
@@ -27406,10 +27407,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 3",
+        .where = "ops.yaml:3009 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1800,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27418,10 +27419,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 4",
+        .where = "ops.yaml:3009 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1801,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27430,10 +27431,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2997 sample 5",
+        .where = "ops.yaml:3009 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27441,12 +27442,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3013 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3009 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1805,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27454,10 +27455,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3013 sample 1",
+        .where = "ops.yaml:3025 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1806,
         .call_inplace = NULL,
@@ -27467,10 +27467,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3013 sample 2",
+        .where = "ops.yaml:3025 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1807,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27479,10 +27480,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3013 sample 3",
+        .where = "ops.yaml:3025 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1808,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27491,10 +27492,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3013 sample 4",
+        .where = "ops.yaml:3025 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1809,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27502,23 +27503,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 0",
+        .op = "huber_loss",
+        .where = "ops.yaml:3025 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1812,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 1",
+        .where = "ops.yaml:3041 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1813,
         .call_inplace = NULL,
@@ -27528,12 +27528,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3041 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1814,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27542,10 +27541,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3041 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1815,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27554,12 +27555,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3041 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1816,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27568,12 +27567,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3029 sample 5",
+        .where = "ops.yaml:3041 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_1817,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27581,26 +27580,25 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1820,
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3041 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3057 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1821,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27609,14 +27607,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 2",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3057 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[3] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1822,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27625,11 +27622,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 3",
-        .n_inputs = 3,
+        .where = "ops.yaml:3057 sample 2",
+        .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1823,
         .call_inplace = NULL,
@@ -27639,10 +27638,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 4",
+        .where = "ops.yaml:3057 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1824,
@@ -27653,10 +27652,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3045 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3057 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1825,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27664,25 +27665,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 0",
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3057 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1828,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1826,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "positive",
+        .domain = NULL,
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 1",
-        .n_inputs = 3,
+        .where = "ops.yaml:3080 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1829,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27691,10 +27690,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 2",
+        .where = "ops.yaml:3080 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1830,
@@ -27705,11 +27704,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3080 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1831,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27718,12 +27718,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3080 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27732,10 +27731,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3068 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3080 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1833,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27743,12 +27744,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 0",
+        .op = "nll_loss",
+        .where = "ops.yaml:3080 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1838,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1834,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27756,12 +27757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 1",
-        .n_inputs = 3,
+        .where = "ops.yaml:3103 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27770,7 +27769,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 2",
+        .where = "ops.yaml:3103 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27784,10 +27783,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 3",
+        .where = "ops.yaml:3103 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1841,
@@ -27798,11 +27797,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3103 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27811,10 +27811,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 5",
+        .where = "ops.yaml:3103 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27823,12 +27824,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3103 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27837,10 +27836,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3103 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1845,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27849,12 +27850,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 8",
-        .n_inputs = 3,
+        .where = "ops.yaml:3103 sample 7",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1846,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27863,10 +27862,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 9",
+        .where = "ops.yaml:3103 sample 8",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1847,
@@ -27877,11 +27876,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3103 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1848,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27890,12 +27890,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3091 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3103 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1849,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27903,23 +27902,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3116 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1854,
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3103 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1850,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3116 sample 1",
+        .where = "ops.yaml:3128 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1855,
         .call_inplace = NULL,
@@ -27929,10 +27929,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3116 sample 2",
+        .where = "ops.yaml:3128 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1856,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27941,10 +27942,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3116 sample 3",
+        .where = "ops.yaml:3128 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1857,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27953,10 +27954,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3116 sample 4",
+        .where = "ops.yaml:3128 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1858,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27964,13 +27965,25 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3128 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1859,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 0",
+        .where = "ops.yaml:3165 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1861,
+        .call = call_scaled_dot_product_attention_1862,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27978,7 +27991,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 1",
+        .where = "ops.yaml:3165 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -27988,7 +28001,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1862,
+        .call = call_scaled_dot_product_attention_1863,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27996,7 +28009,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 2",
+        .where = "ops.yaml:3165 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28006,19 +28019,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1863,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1864,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28027,16 +28027,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 4",
+        .where = "ops.yaml:3165 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1865,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28045,11 +28040,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 5",
+        .where = "ops.yaml:3165 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1866,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28058,11 +28058,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3153 sample 6",
+        .where = "ops.yaml:3165 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1867,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28070,26 +28070,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 0 result output",
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3165 sample 6",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1874,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 0 result attn",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1875,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28097,7 +28084,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 1 result output",
+        .where = "ops.yaml:3193 sample 0 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1875,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3193 sample 0 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1876,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3193 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28107,7 +28120,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1876,
+        .call = call_scaled_dot_product_attention_math_output_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28115,7 +28128,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 1 result attn",
+        .where = "ops.yaml:3193 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28125,7 +28138,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1877,
+        .call = call_scaled_dot_product_attention_math_attn_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28133,12 +28146,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 2 result output",
+        .where = "ops.yaml:3193 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1878,
+        .call = call_scaled_dot_product_attention_math_output_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28146,12 +28159,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 2 result attn",
+        .where = "ops.yaml:3193 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1879,
+        .call = call_scaled_dot_product_attention_math_attn_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28159,12 +28172,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 3 result output",
+        .where = "ops.yaml:3193 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1880,
+        .call = call_scaled_dot_product_attention_math_output_1881,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28172,12 +28185,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3181 sample 3 result attn",
+        .where = "ops.yaml:3193 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1881,
+        .call = call_scaled_dot_product_attention_math_attn_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28185,17 +28198,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3211 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1889,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty",
-        .where = "ops.yaml:3211 sample 1",
+        .where = "ops.yaml:3223 sample 0",
         .n_inputs = 0,
         .call = call_empty_1890,
         .call_inplace = NULL,
@@ -28205,7 +28208,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3211 sample 2",
+        .where = "ops.yaml:3223 sample 1",
         .n_inputs = 0,
         .call = call_empty_1891,
         .call_inplace = NULL,
@@ -28214,10 +28217,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "zeros",
-        .where = "ops.yaml:3218 sample 0",
+        .op = "empty",
+        .where = "ops.yaml:3223 sample 2",
         .n_inputs = 0,
-        .call = call_zeros_1892,
+        .call = call_empty_1892,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "zeros",
+        .where = "ops.yaml:3230 sample 0",
+        .n_inputs = 0,
+        .call = call_zeros_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28225,9 +28238,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3226 sample 0",
+        .where = "ops.yaml:3238 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1893,
+        .call = call_ones_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28235,17 +28248,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3241 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1894,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3241 sample 1",
+        .where = "ops.yaml:3253 sample 0",
         .n_inputs = 0,
         .call = call_full_1895,
         .call_inplace = NULL,
@@ -28255,7 +28258,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3241 sample 2",
+        .where = "ops.yaml:3253 sample 1",
         .n_inputs = 0,
         .call = call_full_1896,
         .call_inplace = NULL,
@@ -28264,11 +28267,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty_like",
-        .where = "ops.yaml:3252 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1897,
+        .op = "full",
+        .where = "ops.yaml:3253 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28276,10 +28278,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3252 sample 1",
+        .where = "ops.yaml:3264 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1898,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28288,9 +28289,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3252 sample 2",
+        .where = "ops.yaml:3264 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_empty_like_1899,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28298,11 +28300,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3272 sample 0",
+        .op = "empty_like",
+        .where = "ops.yaml:3264 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1900,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1900,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28310,10 +28312,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3272 sample 1",
+        .where = "ops.yaml:3284 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1901,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28322,9 +28323,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3272 sample 2",
+        .where = "ops.yaml:3284 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_ones_like_1902,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28333,9 +28335,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3272 sample 3",
+        .where = "ops.yaml:3284 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1903,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28343,11 +28345,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:3284 sample 0",
+        .op = "ones_like",
+        .where = "ops.yaml:3284 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1904,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1904,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28355,10 +28357,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3284 sample 1",
+        .where = "ops.yaml:3296 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1905,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28367,9 +28368,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3284 sample 2",
+        .where = "ops.yaml:3296 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_full_like_1906,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28377,10 +28379,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "full_like",
+        .where = "ops.yaml:3296 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1907,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "arange",
-        .where = "ops.yaml:3289 sample 0",
+        .where = "ops.yaml:3301 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1907,
+        .call = call_arange_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28388,17 +28401,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3304 sample 0",
-        .n_inputs = 0,
-        .call = call_linspace_1908,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3304 sample 1",
+        .where = "ops.yaml:3316 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1909,
         .call_inplace = NULL,
@@ -28408,7 +28411,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3304 sample 2",
+        .where = "ops.yaml:3316 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1910,
         .call_inplace = NULL,
@@ -28417,10 +28420,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye",
-        .where = "ops.yaml:3316 sample 0",
+        .op = "linspace",
+        .where = "ops.yaml:3316 sample 2",
         .n_inputs = 0,
-        .call = call_eye_1911,
+        .call = call_linspace_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28428,7 +28431,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3316 sample 1",
+        .where = "ops.yaml:3328 sample 0",
         .n_inputs = 0,
         .call = call_eye_1912,
         .call_inplace = NULL,
@@ -28437,10 +28440,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye.m",
-        .where = "ops.yaml:3327 sample 0",
+        .op = "eye",
+        .where = "ops.yaml:3328 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1913,
+        .call = call_eye_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28448,7 +28451,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3327 sample 1",
+        .where = "ops.yaml:3339 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1914,
         .call_inplace = NULL,
@@ -28457,10 +28460,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "rand",
-        .where = "ops.yaml:3331 sample 0",
+        .op = "eye.m",
+        .where = "ops.yaml:3339 sample 1",
         .n_inputs = 0,
-        .call = call_rand_1915,
+        .call = call_eye_m_1915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand",
+        .where = "ops.yaml:3343 sample 0",
+        .n_inputs = 0,
+        .call = call_rand_1916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28468,9 +28481,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3342 sample 0",
+        .where = "ops.yaml:3354 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1917,
+        .call = call_randn_1918,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28478,20 +28491,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3359 sample 0",
+        .where = "ops.yaml:3371 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1919,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rand_like",
-        .where = "ops.yaml:3359 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1920,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28499,11 +28501,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randn_like",
-        .where = "ops.yaml:3369 sample 0",
+        .op = "rand_like",
+        .where = "ops.yaml:3371 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1921,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28511,9 +28513,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3369 sample 1",
+        .where = "ops.yaml:3381 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1922,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28521,10 +28523,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randint",
-        .where = "ops.yaml:3380 sample 0",
-        .n_inputs = 0,
-        .call = call_randint_1923,
+        .op = "randn_like",
+        .where = "ops.yaml:3381 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28532,7 +28535,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3380 sample 1",
+        .where = "ops.yaml:3392 sample 0",
         .n_inputs = 0,
         .call = call_randint_1924,
         .call_inplace = NULL,
@@ -28541,10 +28544,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "randint",
+        .where = "ops.yaml:3392 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1925,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "randint.low",
-        .where = "ops.yaml:3391 sample 0",
+        .where = "ops.yaml:3403 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1925,
+        .call = call_randint_low_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28552,17 +28565,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3401 sample 0",
-        .n_inputs = 0,
-        .call = call_randperm_1926,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randperm",
-        .where = "ops.yaml:3401 sample 1",
+        .where = "ops.yaml:3413 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1927,
         .call_inplace = NULL,
@@ -28571,121 +28574,120 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3418 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1928,
-        .call_inplace = inplace_bernoulli_p_1929,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3418 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1930,
-        .call_inplace = inplace_bernoulli_p_1931,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3418 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1932,
-        .call_inplace = inplace_bernoulli_p_1933,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3429 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1934,
-        .call_inplace = inplace_normal_1935,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3429 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1936,
-        .call_inplace = inplace_normal_1937,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3429 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1938,
-        .call_inplace = inplace_normal_1939,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3441 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1941,
-        .call_inplace = inplace_uniform_1942,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3441 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1943,
-        .call_inplace = inplace_uniform_1944,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3441 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1945,
-        .call_inplace = inplace_uniform_1946,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "maybe_multiply",
-        .where = "ops.yaml:3454 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1948,
+        .op = "randperm",
+        .where = "ops.yaml:3413 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3430 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1929,
+        .call_inplace = inplace_bernoulli_p_1930,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3430 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1931,
+        .call_inplace = inplace_bernoulli_p_1932,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3430 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1933,
+        .call_inplace = inplace_bernoulli_p_1934,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3441 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1935,
+        .call_inplace = inplace_normal_1936,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3441 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_normal_1937,
+        .call_inplace = inplace_normal_1938,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3441 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1939,
+        .call_inplace = inplace_normal_1940,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3453 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1942,
+        .call_inplace = inplace_uniform_1943,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3453 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1944,
+        .call_inplace = inplace_uniform_1945,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3453 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1946,
+        .call_inplace = inplace_uniform_1947,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3454 sample 1",
+        .where = "ops.yaml:3466 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_maybe_multiply_1949,
@@ -28695,11 +28697,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "sum_to",
-        .where = "ops.yaml:3465 sample 0",
+        .op = "maybe_multiply",
+        .where = "ops.yaml:3466 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1951,
+        .call = call_maybe_multiply_1950,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28707,10 +28709,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3465 sample 1",
+        .where = "ops.yaml:3477 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_1952,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:3477 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1952,
+        .call = call_sum_to_1953,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31920,408 +31933,407 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
-        .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2818: grad.dim == 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1745,
+        .op = "batch_norm_backward",
+        .what = "ops.yaml:2819: input.dim >= 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_1745,
         .expect = 0,
-        .expect_prefix = "batch_norm_backward_bias_backward: ",
+        .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2820: len(sizes) >= 2",
+        .what = "ops.yaml:2830: grad.dim == 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_backward_bias_backward_1746,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
+        .op = "batch_norm_backward_bias_backward",
+        .what = "ops.yaml:2832: len(sizes) >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_backward_bias_backward_1747,
+        .expect = 0,
+        .expect_prefix = "batch_norm_backward_bias_backward: ",
+    },
+    {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2831: input.dim >= 2",
+        .what = "ops.yaml:2843: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1747,
+        .call = error_batch_norm_double_backward_input_1748,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2842: input.dim >= 2",
+        .what = "ops.yaml:2854: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1748,
+        .call = error_batch_norm_double_backward_grad_out_1749,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2857: is_floating(result_dtype)",
+        .what = "ops.yaml:2869: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1754,
+        .call = error_softmax_1755,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2850: dtype of self",
+        .what = "ops.yaml:2862: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1755,
+        .call = error_softmax_1756,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2850: dim out of range",
+        .what = "ops.yaml:2862: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1756,
+        .call = error_softmax_1757,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2875: is_floating(result_dtype)",
+        .what = "ops.yaml:2887: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1762,
+        .call = error_log_softmax_1763,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2868: dtype of self",
+        .what = "ops.yaml:2880: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1763,
+        .call = error_log_softmax_1764,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2868: dim out of range",
+        .what = "ops.yaml:2880: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1764,
+        .call = error_log_softmax_1765,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2893: grad_output.dim == output.dim",
+        .what = "ops.yaml:2905: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1768,
+        .call = error_softmax_backward_data_1769,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2886: dtype of grad_output",
+        .what = "ops.yaml:2898: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1769,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "softmax_backward_data: ",
-    },
-    {
-        .op = "softmax_backward_data",
-        .what = "ops.yaml:2886: dim out of range",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_backward_data_1770,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:2898: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1771,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2910: grad_output.dim == output.dim",
+        .what = "ops.yaml:2922: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1774,
+        .call = error_log_softmax_backward_data_1775,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2903: dtype of grad_output",
+        .what = "ops.yaml:2915: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1775,
+        .call = error_log_softmax_backward_data_1776,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2903: dim out of range",
+        .what = "ops.yaml:2915: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1776,
+        .call = error_log_softmax_backward_data_1777,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2947: dtype of input",
+        .what = "ops.yaml:2959: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1782,
+        .call = error_dropout_1783,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2960: reduction not a choice",
+        .what = "ops.yaml:2972: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1788,
+        .call = error_mse_loss_1789,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2960: dtype of self",
+        .what = "ops.yaml:2972: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1789,
+        .call = error_mse_loss_1790,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2975: reduction not a choice",
+        .what = "ops.yaml:2987: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1795,
+        .call = error_l1_loss_1796,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2975: dtype of self",
+        .what = "ops.yaml:2987: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1796,
+        .call = error_l1_loss_1797,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2990: reduction not a choice",
+        .what = "ops.yaml:3002: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1803,
+        .call = error_smooth_l1_loss_1804,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2990: dtype of self",
+        .what = "ops.yaml:3002: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1804,
+        .call = error_smooth_l1_loss_1805,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3006: reduction not a choice",
+        .what = "ops.yaml:3018: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1810,
+        .call = error_huber_loss_1811,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3006: dtype of self",
+        .what = "ops.yaml:3018: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1811,
+        .call = error_huber_loss_1812,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3021: reduction not a choice",
+        .what = "ops.yaml:3033: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1818,
+        .call = error_binary_cross_entropy_1819,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3021: dtype of self",
+        .what = "ops.yaml:3033: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1819,
+        .call = error_binary_cross_entropy_1820,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3038: reduction not a choice",
+        .what = "ops.yaml:3050: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1826,
+        .call = error_binary_cross_entropy_with_logits_1827,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3038: dtype of self",
+        .what = "ops.yaml:3050: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1827,
+        .call = error_binary_cross_entropy_with_logits_1828,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3061: self.dim >= 1",
+        .what = "ops.yaml:3073: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1834,
-        .expect = 0,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "nll_loss",
-        .what = "ops.yaml:3063: weight.dim == 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_nll_loss_1835,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3054: reduction not a choice",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1836,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "nll_loss",
-        .what = "ops.yaml:3054: dtype of self",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1837,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "nll_loss: ",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .what = "ops.yaml:3084: self.dim >= 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1850,
-        .expect = 0,
-        .expect_prefix = "cross_entropy_loss: ",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .what = "ops.yaml:3086: weight.dim == 1",
+        .what = "ops.yaml:3075: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_nll_loss_1836,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3066: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1837,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3066: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1838,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3096: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = error_cross_entropy_loss_1851,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3077: reduction not a choice",
+        .what = "ops.yaml:3098: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_cross_entropy_loss_1852,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3089: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1852,
+        .call = error_cross_entropy_loss_1853,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3077: dtype of self",
+        .what = "ops.yaml:3089: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1853,
+        .call = error_cross_entropy_loss_1854,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3106: reduction not a choice",
+        .what = "ops.yaml:3118: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1859,
+        .call = error_cross_entropy_index_1860,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3106: dtype of self",
+        .what = "ops.yaml:3118: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1860,
+        .call = error_cross_entropy_index_1861,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3141: query.dim >= 2",
+        .what = "ops.yaml:3153: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1868,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3143: key.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1869,
         .expect = 0,
@@ -32329,65 +32341,65 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3145: value.dim >= 2",
+        .what = "ops.yaml:3155: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1870,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3147: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3157: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1871,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3149: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3159: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1872,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3135: dtype of query",
+        .what = "ops.yaml:3161: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1873,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3147: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1873,
+        .call = error_scaled_dot_product_attention_1874,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3170: query.dim >= 2",
+        .what = "ops.yaml:3182: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1882,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3172: key.dim == query.dim and value.dim == query.dim",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1883,
         .expect = 0,
@@ -32395,10 +32407,10 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3174: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3184: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1884,
         .expect = 0,
@@ -32406,102 +32418,113 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3176: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3186: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1885,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3164: dtype of query",
+        .what = "ops.yaml:3188: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1886,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3176: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1886,
+        .call = error_scaled_dot_product_attention_math_1887,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3194: query.dim >= 2",
+        .what = "ops.yaml:3206: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1887,
+        .call = error_scaled_dot_product_attention_math_backward_1888,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3196: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3208: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1888,
+        .call = error_scaled_dot_product_attention_math_backward_1889,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3336: is_floating(result_dtype)",
+        .what = "ops.yaml:3348: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1916,
+        .call = error_rand_1917,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3347: is_floating(result_dtype)",
+        .what = "ops.yaml:3359: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1918,
+        .call = error_randn_1919,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3423: dtype of self",
+        .what = "ops.yaml:3435: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1940,
+        .call = error_normal_1941,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3435: dtype of self",
+        .what = "ops.yaml:3447: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1947,
+        .call = error_uniform_1948,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3448: dtype of self",
+        .what = "ops.yaml:3460: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1950,
+        .call = error_maybe_multiply_1951,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3459: dtype of self",
+        .what = "ops.yaml:3471: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1953,
+        .call = error_sum_to_1954,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -4960,113 +4960,113 @@ def case_780(input, running_mean, running_var):
 
 
 def case_781(self):
-    """softmax.int (ops.yaml:2861 sample 0)"""
+    """softmax.int (ops.yaml:2873 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_782(self):
-    """softmax.int (ops.yaml:2861 sample 1)"""
+    """softmax.int (ops.yaml:2873 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_783(self):
-    """softmax.int (ops.yaml:2861 sample 2)"""
+    """softmax.int (ops.yaml:2873 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_784(self):
-    """softmax.int (ops.yaml:2861 sample 3)"""
+    """softmax.int (ops.yaml:2873 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_785(self):
-    """softmax.int (ops.yaml:2861 sample 4)"""
+    """softmax.int (ops.yaml:2873 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_786(self):
-    """log_softmax.int (ops.yaml:2879 sample 0)"""
+    """log_softmax.int (ops.yaml:2891 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_787(self):
-    """log_softmax.int (ops.yaml:2879 sample 1)"""
+    """log_softmax.int (ops.yaml:2891 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_788(self):
-    """log_softmax.int (ops.yaml:2879 sample 2)"""
+    """log_softmax.int (ops.yaml:2891 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_789(self):
-    """log_softmax.int (ops.yaml:2879 sample 3)"""
+    """log_softmax.int (ops.yaml:2891 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_790(self):
-    """log_softmax.int (ops.yaml:2879 sample 4)"""
+    """log_softmax.int (ops.yaml:2891 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_791(grad_output, output):
-    """softmax_backward_data (ops.yaml:2897 sample 0)"""
+    """softmax_backward_data (ops.yaml:2909 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_792(grad_output, output):
-    """softmax_backward_data (ops.yaml:2897 sample 1)"""
+    """softmax_backward_data (ops.yaml:2909 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_793(grad_output, output):
-    """softmax_backward_data (ops.yaml:2897 sample 2)"""
+    """softmax_backward_data (ops.yaml:2909 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_794(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2914 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2926 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_795(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2914 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2926 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_796(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2914 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2926 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_797(input):
-    """dropout (ops.yaml:2953 sample 0)"""
+    """dropout (ops.yaml:2965 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -5074,7 +5074,7 @@ def case_797(input):
 
 
 def case_798(input):
-    """dropout (ops.yaml:2953 sample 1)"""
+    """dropout (ops.yaml:2965 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -5082,7 +5082,7 @@ def case_798(input):
 
 
 def case_799(input):
-    """dropout (ops.yaml:2953 sample 2)"""
+    """dropout (ops.yaml:2965 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -5090,7 +5090,7 @@ def case_799(input):
 
 
 def case_800(input):
-    """dropout (ops.yaml:2953 sample 3)"""
+    """dropout (ops.yaml:2965 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -5098,7 +5098,7 @@ def case_800(input):
 
 
 def case_801(input):
-    """dropout (ops.yaml:2953 sample 4)"""
+    """dropout (ops.yaml:2965 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -5106,183 +5106,183 @@ def case_801(input):
 
 
 def case_802(self, target):
-    """mse_loss (ops.yaml:2967 sample 0)"""
+    """mse_loss (ops.yaml:2979 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_803(self, target):
-    """mse_loss (ops.yaml:2967 sample 1)"""
+    """mse_loss (ops.yaml:2979 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_804(self, target):
-    """mse_loss (ops.yaml:2967 sample 2)"""
+    """mse_loss (ops.yaml:2979 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_805(self, target):
-    """mse_loss (ops.yaml:2967 sample 3)"""
+    """mse_loss (ops.yaml:2979 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_806(self, target):
-    """mse_loss (ops.yaml:2967 sample 4)"""
+    """mse_loss (ops.yaml:2979 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_807(self, target):
-    """l1_loss (ops.yaml:2982 sample 0)"""
+    """l1_loss (ops.yaml:2994 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_808(self, target):
-    """l1_loss (ops.yaml:2982 sample 1)"""
+    """l1_loss (ops.yaml:2994 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_809(self, target):
-    """l1_loss (ops.yaml:2982 sample 2)"""
+    """l1_loss (ops.yaml:2994 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_810(self, target):
-    """l1_loss (ops.yaml:2982 sample 3)"""
+    """l1_loss (ops.yaml:2994 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_811(self, target):
-    """l1_loss (ops.yaml:2982 sample 4)"""
+    """l1_loss (ops.yaml:2994 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_812(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 0)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_813(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 1)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_814(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 2)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_815(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 3)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_816(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 4)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_817(self, target):
-    """smooth_l1_loss (ops.yaml:2997 sample 5)"""
+    """smooth_l1_loss (ops.yaml:3009 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_818(self, target):
-    """huber_loss (ops.yaml:3013 sample 0)"""
+    """huber_loss (ops.yaml:3025 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_819(self, target):
-    """huber_loss (ops.yaml:3013 sample 1)"""
+    """huber_loss (ops.yaml:3025 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_820(self, target):
-    """huber_loss (ops.yaml:3013 sample 2)"""
+    """huber_loss (ops.yaml:3025 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_821(self, target):
-    """huber_loss (ops.yaml:3013 sample 3)"""
+    """huber_loss (ops.yaml:3025 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_822(self, target):
-    """huber_loss (ops.yaml:3013 sample 4)"""
+    """huber_loss (ops.yaml:3025 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_823(self, target):
-    """binary_cross_entropy (ops.yaml:3029 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_824(self, target):
-    """binary_cross_entropy (ops.yaml:3029 sample 1)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_825(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3029 sample 2)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_826(self, target):
-    """binary_cross_entropy (ops.yaml:3029 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_827(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3029 sample 4)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_828(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3029 sample 5)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_829(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -5290,34 +5290,34 @@ def case_829(self, target):
 
 
 def case_830(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_831(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_832(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_833(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_834(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3045 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -5325,7 +5325,7 @@ def case_834(self, target):
 
 
 def case_835(self, target):
-    """nll_loss (ops.yaml:3068 sample 0)"""
+    """nll_loss (ops.yaml:3080 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5333,21 +5333,21 @@ def case_835(self, target):
 
 
 def case_836(self, target, weight):
-    """nll_loss (ops.yaml:3068 sample 1)"""
+    """nll_loss (ops.yaml:3080 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_837(self, target, weight):
-    """nll_loss (ops.yaml:3068 sample 2)"""
+    """nll_loss (ops.yaml:3080 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_838(self, target):
-    """nll_loss (ops.yaml:3068 sample 3)"""
+    """nll_loss (ops.yaml:3080 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -5355,14 +5355,14 @@ def case_838(self, target):
 
 
 def case_839(self, target, weight):
-    """nll_loss (ops.yaml:3068 sample 4)"""
+    """nll_loss (ops.yaml:3080 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_840(self, target):
-    """nll_loss (ops.yaml:3068 sample 5)"""
+    """nll_loss (ops.yaml:3080 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5370,7 +5370,7 @@ def case_840(self, target):
 
 
 def case_841(self, target):
-    """cross_entropy_loss (ops.yaml:3091 sample 0)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5379,7 +5379,7 @@ def case_841(self, target):
 
 
 def case_842(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 1)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -5387,7 +5387,7 @@ def case_842(self, target, weight):
 
 
 def case_843(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 2)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -5395,7 +5395,7 @@ def case_843(self, target, weight):
 
 
 def case_844(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 3)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -5403,7 +5403,7 @@ def case_844(self, target, weight):
 
 
 def case_845(self, target):
-    """cross_entropy_loss (ops.yaml:3091 sample 4)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5412,7 +5412,7 @@ def case_845(self, target):
 
 
 def case_846(self, target):
-    """cross_entropy_loss (ops.yaml:3091 sample 5)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5421,7 +5421,7 @@ def case_846(self, target):
 
 
 def case_847(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 6)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5429,7 +5429,7 @@ def case_847(self, target, weight):
 
 
 def case_848(self, target):
-    """cross_entropy_loss (ops.yaml:3091 sample 7)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5438,7 +5438,7 @@ def case_848(self, target):
 
 
 def case_849(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 8)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -5446,7 +5446,7 @@ def case_849(self, target, weight):
 
 
 def case_850(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 9)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5454,7 +5454,7 @@ def case_850(self, target, weight):
 
 
 def case_851(self, target):
-    """cross_entropy_loss (ops.yaml:3091 sample 10)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5463,7 +5463,7 @@ def case_851(self, target):
 
 
 def case_852(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3091 sample 11)"""
+    """cross_entropy_loss (ops.yaml:3103 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5471,7 +5471,7 @@ def case_852(self, target, weight):
 
 
 def case_853(self, target):
-    """cross_entropy_index (ops.yaml:3116 sample 0)"""
+    """cross_entropy_index (ops.yaml:3128 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5480,7 +5480,7 @@ def case_853(self, target):
 
 
 def case_854(self, target):
-    """cross_entropy_index (ops.yaml:3116 sample 1)"""
+    """cross_entropy_index (ops.yaml:3128 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5489,7 +5489,7 @@ def case_854(self, target):
 
 
 def case_855(self, target):
-    """cross_entropy_index (ops.yaml:3116 sample 2)"""
+    """cross_entropy_index (ops.yaml:3128 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5498,7 +5498,7 @@ def case_855(self, target):
 
 
 def case_856(self, target):
-    """cross_entropy_index (ops.yaml:3116 sample 3)"""
+    """cross_entropy_index (ops.yaml:3128 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5507,7 +5507,7 @@ def case_856(self, target):
 
 
 def case_857(self, target):
-    """cross_entropy_index (ops.yaml:3116 sample 4)"""
+    """cross_entropy_index (ops.yaml:3128 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5516,7 +5516,7 @@ def case_857(self, target):
 
 
 def case_858(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 0)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5525,7 +5525,7 @@ def case_858(query, key, value):
 
 
 def case_859(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 1)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5533,7 +5533,7 @@ def case_859(query, key, value, attn_mask):
 
 
 def case_860(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 2)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5541,7 +5541,7 @@ def case_860(query, key, value, attn_mask):
 
 
 def case_861(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 3)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5550,7 +5550,7 @@ def case_861(query, key, value):
 
 
 def case_862(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 4)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5559,7 +5559,7 @@ def case_862(query, key, value):
 
 
 def case_863(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5568,7 +5568,7 @@ def case_863(query, key, value):
 
 
 def case_864(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3153 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5577,55 +5577,55 @@ def case_864(query, key, value):
 
 
 def case_865(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 0 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_866(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 0 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_867(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 1 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_868(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 1 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_869(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 2 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_870(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 2 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_871(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 3 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_872(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3181 sample 3 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_873():
-    """empty (ops.yaml:3211 sample 0)"""
+    """empty (ops.yaml:3223 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5633,7 +5633,7 @@ def case_873():
 
 
 def case_874():
-    """empty (ops.yaml:3211 sample 1)"""
+    """empty (ops.yaml:3223 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -5641,7 +5641,7 @@ def case_874():
 
 
 def case_875():
-    """empty (ops.yaml:3211 sample 2)"""
+    """empty (ops.yaml:3223 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -5649,7 +5649,7 @@ def case_875():
 
 
 def case_876():
-    """zeros (ops.yaml:3218 sample 0)"""
+    """zeros (ops.yaml:3230 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5657,7 +5657,7 @@ def case_876():
 
 
 def case_877():
-    """ones (ops.yaml:3226 sample 0)"""
+    """ones (ops.yaml:3238 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5665,7 +5665,7 @@ def case_877():
 
 
 def case_878():
-    """full (ops.yaml:3241 sample 0)"""
+    """full (ops.yaml:3253 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5674,7 +5674,7 @@ def case_878():
 
 
 def case_879():
-    """full (ops.yaml:3241 sample 1)"""
+    """full (ops.yaml:3253 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5683,7 +5683,7 @@ def case_879():
 
 
 def case_880():
-    """full (ops.yaml:3241 sample 2)"""
+    """full (ops.yaml:3253 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5692,70 +5692,70 @@ def case_880():
 
 
 def case_881(self):
-    """empty_like (ops.yaml:3252 sample 0)"""
+    """empty_like (ops.yaml:3264 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_882(self):
-    """empty_like (ops.yaml:3252 sample 1)"""
+    """empty_like (ops.yaml:3264 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_883(self):
-    """empty_like (ops.yaml:3252 sample 2)"""
+    """empty_like (ops.yaml:3264 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_884(self):
-    """ones_like (ops.yaml:3272 sample 0)"""
+    """ones_like (ops.yaml:3284 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_885(self):
-    """ones_like (ops.yaml:3272 sample 1)"""
+    """ones_like (ops.yaml:3284 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_886(self):
-    """ones_like (ops.yaml:3272 sample 2)"""
+    """ones_like (ops.yaml:3284 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_887(self):
-    """ones_like (ops.yaml:3272 sample 3)"""
+    """ones_like (ops.yaml:3284 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_888(self):
-    """full_like (ops.yaml:3284 sample 0)"""
+    """full_like (ops.yaml:3296 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_889(self):
-    """full_like (ops.yaml:3284 sample 1)"""
+    """full_like (ops.yaml:3296 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_890(self):
-    """full_like (ops.yaml:3284 sample 2)"""
+    """full_like (ops.yaml:3296 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_891():
-    """arange (ops.yaml:3289 sample 0)"""
+    """arange (ops.yaml:3301 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5765,7 +5765,7 @@ def case_891():
 
 
 def case_892():
-    """linspace (ops.yaml:3304 sample 0)"""
+    """linspace (ops.yaml:3316 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5775,7 +5775,7 @@ def case_892():
 
 
 def case_893():
-    """linspace (ops.yaml:3304 sample 1)"""
+    """linspace (ops.yaml:3316 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5785,7 +5785,7 @@ def case_893():
 
 
 def case_894():
-    """linspace (ops.yaml:3304 sample 2)"""
+    """linspace (ops.yaml:3316 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5795,7 +5795,7 @@ def case_894():
 
 
 def case_895():
-    """eye (ops.yaml:3316 sample 0)"""
+    """eye (ops.yaml:3328 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -5803,7 +5803,7 @@ def case_895():
 
 
 def case_896():
-    """eye (ops.yaml:3316 sample 1)"""
+    """eye (ops.yaml:3328 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -5811,7 +5811,7 @@ def case_896():
 
 
 def case_897():
-    """eye.m (ops.yaml:3327 sample 0)"""
+    """eye.m (ops.yaml:3339 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5820,7 +5820,7 @@ def case_897():
 
 
 def case_898():
-    """eye.m (ops.yaml:3327 sample 1)"""
+    """eye.m (ops.yaml:3339 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5829,7 +5829,7 @@ def case_898():
 
 
 def case_899():
-    """rand (ops.yaml:3331 sample 0)"""
+    """rand (ops.yaml:3343 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5838,7 +5838,7 @@ def case_899():
 
 
 def case_900():
-    """randn (ops.yaml:3342 sample 0)"""
+    """randn (ops.yaml:3354 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5847,35 +5847,35 @@ def case_900():
 
 
 def case_901(self):
-    """rand_like (ops.yaml:3359 sample 0)"""
+    """rand_like (ops.yaml:3371 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_902(self):
-    """rand_like (ops.yaml:3359 sample 1)"""
+    """rand_like (ops.yaml:3371 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_903(self):
-    """randn_like (ops.yaml:3369 sample 0)"""
+    """randn_like (ops.yaml:3381 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_904(self):
-    """randn_like (ops.yaml:3369 sample 1)"""
+    """randn_like (ops.yaml:3381 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_905():
-    """randint (ops.yaml:3380 sample 0)"""
+    """randint (ops.yaml:3392 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5885,7 +5885,7 @@ def case_905():
 
 
 def case_906():
-    """randint (ops.yaml:3380 sample 1)"""
+    """randint (ops.yaml:3392 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5895,7 +5895,7 @@ def case_906():
 
 
 def case_907():
-    """randint.low (ops.yaml:3391 sample 0)"""
+    """randint.low (ops.yaml:3403 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5906,7 +5906,7 @@ def case_907():
 
 
 def case_908():
-    """randperm (ops.yaml:3401 sample 0)"""
+    """randperm (ops.yaml:3413 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5915,7 +5915,7 @@ def case_908():
 
 
 def case_909():
-    """randperm (ops.yaml:3401 sample 1)"""
+    """randperm (ops.yaml:3413 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5924,28 +5924,28 @@ def case_909():
 
 
 def case_910(self):
-    """bernoulli.p (ops.yaml:3418 sample 0)"""
+    """bernoulli.p (ops.yaml:3430 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_911(self):
-    """bernoulli.p (ops.yaml:3418 sample 1)"""
+    """bernoulli.p (ops.yaml:3430 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_912(self):
-    """bernoulli.p (ops.yaml:3418 sample 2)"""
+    """bernoulli.p (ops.yaml:3430 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_913(self):
-    """normal (ops.yaml:3429 sample 0)"""
+    """normal (ops.yaml:3441 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -5953,7 +5953,7 @@ def case_913(self):
 
 
 def case_914(self):
-    """normal (ops.yaml:3429 sample 1)"""
+    """normal (ops.yaml:3441 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5961,7 +5961,7 @@ def case_914(self):
 
 
 def case_915(self):
-    """normal (ops.yaml:3429 sample 2)"""
+    """normal (ops.yaml:3441 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5969,7 +5969,7 @@ def case_915(self):
 
 
 def case_916(self):
-    """uniform (ops.yaml:3441 sample 0)"""
+    """uniform (ops.yaml:3453 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -5977,7 +5977,7 @@ def case_916(self):
 
 
 def case_917(self):
-    """uniform (ops.yaml:3441 sample 1)"""
+    """uniform (ops.yaml:3453 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5985,7 +5985,7 @@ def case_917(self):
 
 
 def case_918(self):
-    """uniform (ops.yaml:3441 sample 2)"""
+    """uniform (ops.yaml:3453 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5993,25 +5993,25 @@ def case_918(self):
 
 
 def case_919(self):
-    """maybe_multiply (ops.yaml:3454 sample 0)"""
+    """maybe_multiply (ops.yaml:3466 sample 0)"""
     other = 2.5
     return self * other
 
 
 def case_920(self):
-    """maybe_multiply (ops.yaml:3454 sample 1)"""
+    """maybe_multiply (ops.yaml:3466 sample 1)"""
     other = 1
     return self * other
 
 
 def case_921(self):
-    """sum_to (ops.yaml:3465 sample 0)"""
+    """sum_to (ops.yaml:3477 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_922(self):
-    """sum_to (ops.yaml:3465 sample 1)"""
+    """sum_to (ops.yaml:3477 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -8360,430 +8360,430 @@ CASES = [
     dict(op="batch_norm_training", where="ops.yaml:2704 sample 1", fn=case_780, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2861 sample 0", fn=case_781, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 0", fn=case_781, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2861 sample 1", fn=case_782, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 1", fn=case_782, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2861 sample 2", fn=case_783, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 2", fn=case_783, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2861 sample 3", fn=case_784, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 3", fn=case_784, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2861 sample 4", fn=case_785, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 4", fn=case_785, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2879 sample 0", fn=case_786, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 0", fn=case_786, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2879 sample 1", fn=case_787, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 1", fn=case_787, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2879 sample 2", fn=case_788, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 2", fn=case_788, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2879 sample 3", fn=case_789, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 3", fn=case_789, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2879 sample 4", fn=case_790, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 4", fn=case_790, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 0", fn=case_791, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 0", fn=case_791, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 1", fn=case_792, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 1", fn=case_792, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2897 sample 2", fn=case_793, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 2", fn=case_793, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 0", fn=case_794, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 0", fn=case_794, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 1", fn=case_795, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 1", fn=case_795, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2914 sample 2", fn=case_796, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 2", fn=case_796, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2953 sample 0", fn=case_797, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2953 sample 1", fn=case_798, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 0", fn=case_797, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2953 sample 2", fn=case_799, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 1", fn=case_798, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2953 sample 3", fn=case_800, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 2", fn=case_799, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2953 sample 4", fn=case_801, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 3", fn=case_800, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2967 sample 0", fn=case_802, tensors=["self", "target"],
+    dict(op="dropout", where="ops.yaml:2965 sample 4", fn=case_801, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2979 sample 0", fn=case_802, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2967 sample 1", fn=case_803, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 1", fn=case_803, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2967 sample 2", fn=case_804, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 2", fn=case_804, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2967 sample 3", fn=case_805, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 3", fn=case_805, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2967 sample 4", fn=case_806, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 4", fn=case_806, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2982 sample 0", fn=case_807, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 0", fn=case_807, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2982 sample 1", fn=case_808, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 1", fn=case_808, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2982 sample 2", fn=case_809, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 2", fn=case_809, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2982 sample 3", fn=case_810, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 3", fn=case_810, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2982 sample 4", fn=case_811, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 4", fn=case_811, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 0", fn=case_812, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 0", fn=case_812, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 1", fn=case_813, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 1", fn=case_813, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 2", fn=case_814, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 2", fn=case_814, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 3", fn=case_815, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 3", fn=case_815, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 4", fn=case_816, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 4", fn=case_816, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2997 sample 5", fn=case_817, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 5", fn=case_817, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3013 sample 0", fn=case_818, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 0", fn=case_818, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3013 sample 1", fn=case_819, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 1", fn=case_819, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3013 sample 2", fn=case_820, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 2", fn=case_820, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3013 sample 3", fn=case_821, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 3", fn=case_821, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3013 sample 4", fn=case_822, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 4", fn=case_822, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 0", fn=case_823, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 0", fn=case_823, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 1", fn=case_824, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 1", fn=case_824, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 2", fn=case_825, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 2", fn=case_825, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 3", fn=case_826, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 3", fn=case_826, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 4", fn=case_827, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 4", fn=case_827, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3029 sample 5", fn=case_828, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 5", fn=case_828, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 0", fn=case_829, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 0", fn=case_829, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 1", fn=case_830, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 1", fn=case_830, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 2", fn=case_831, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 2", fn=case_831, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 3", fn=case_832, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 3", fn=case_832, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 4", fn=case_833, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 4", fn=case_833, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3045 sample 5", fn=case_834, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 5", fn=case_834, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 0", fn=case_835, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 0", fn=case_835, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 1", fn=case_836, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 1", fn=case_836, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 2", fn=case_837, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 2", fn=case_837, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 3", fn=case_838, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 3", fn=case_838, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 4", fn=case_839, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 4", fn=case_839, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3068 sample 5", fn=case_840, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 5", fn=case_840, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 0", fn=case_841, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 0", fn=case_841, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 1", fn=case_842, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 1", fn=case_842, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 2", fn=case_843, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 2", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 3", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 3", fn=case_844, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 4", fn=case_845, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 4", fn=case_845, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 5", fn=case_846, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 5", fn=case_846, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 6", fn=case_847, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 6", fn=case_847, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 7", fn=case_848, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 7", fn=case_848, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 8", fn=case_849, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 8", fn=case_849, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 9", fn=case_850, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 9", fn=case_850, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 10", fn=case_851, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 10", fn=case_851, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3091 sample 11", fn=case_852, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 11", fn=case_852, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 0", fn=case_853, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 0", fn=case_853, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 1", fn=case_854, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 1", fn=case_854, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 2", fn=case_855, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 2", fn=case_855, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 3", fn=case_856, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 3", fn=case_856, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3116 sample 4", fn=case_857, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 4", fn=case_857, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 0", fn=case_858, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 0", fn=case_858, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 1", fn=case_859, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 1", fn=case_859, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 2", fn=case_860, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 2", fn=case_860, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 3", fn=case_861, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 3", fn=case_861, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 4", fn=case_862, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 4", fn=case_862, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 5", fn=case_863, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 5", fn=case_863, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3153 sample 6", fn=case_864, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 6", fn=case_864, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 0 result output", fn=case_865, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 0 result output", fn=case_865, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 0 result attn", fn=case_866, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 0 result attn", fn=case_866, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 1 result output", fn=case_867, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 1 result output", fn=case_867, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 1 result attn", fn=case_868, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 1 result attn", fn=case_868, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 2 result output", fn=case_869, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 2 result output", fn=case_869, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 2 result attn", fn=case_870, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 2 result attn", fn=case_870, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 3 result output", fn=case_871, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 3 result output", fn=case_871, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3181 sample 3 result attn", fn=case_872, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 3 result attn", fn=case_872, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3211 sample 0", fn=case_873, tensors=[],
+    dict(op="empty", where="ops.yaml:3223 sample 0", fn=case_873, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3211 sample 1", fn=case_874, tensors=[],
+    dict(op="empty", where="ops.yaml:3223 sample 1", fn=case_874, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3211 sample 2", fn=case_875, tensors=[],
+    dict(op="empty", where="ops.yaml:3223 sample 2", fn=case_875, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3218 sample 0", fn=case_876, tensors=[],
+    dict(op="zeros", where="ops.yaml:3230 sample 0", fn=case_876, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3226 sample 0", fn=case_877, tensors=[],
+    dict(op="ones", where="ops.yaml:3238 sample 0", fn=case_877, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3241 sample 0", fn=case_878, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 0", fn=case_878, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3241 sample 1", fn=case_879, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 1", fn=case_879, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3241 sample 2", fn=case_880, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 2", fn=case_880, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3252 sample 0", fn=case_881, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 0", fn=case_881, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3252 sample 1", fn=case_882, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 1", fn=case_882, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3252 sample 2", fn=case_883, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 2", fn=case_883, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3272 sample 0", fn=case_884, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 0", fn=case_884, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3272 sample 1", fn=case_885, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 1", fn=case_885, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3272 sample 2", fn=case_886, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 2", fn=case_886, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3272 sample 3", fn=case_887, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 3", fn=case_887, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3284 sample 0", fn=case_888, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 0", fn=case_888, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3284 sample 1", fn=case_889, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 1", fn=case_889, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3284 sample 2", fn=case_890, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 2", fn=case_890, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3289 sample 0", fn=case_891, tensors=[],
+    dict(op="arange", where="ops.yaml:3301 sample 0", fn=case_891, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3304 sample 0", fn=case_892, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 0", fn=case_892, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3304 sample 1", fn=case_893, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 1", fn=case_893, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3304 sample 2", fn=case_894, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 2", fn=case_894, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3316 sample 0", fn=case_895, tensors=[],
+    dict(op="eye", where="ops.yaml:3328 sample 0", fn=case_895, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3316 sample 1", fn=case_896, tensors=[],
+    dict(op="eye", where="ops.yaml:3328 sample 1", fn=case_896, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3327 sample 0", fn=case_897, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3339 sample 0", fn=case_897, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3327 sample 1", fn=case_898, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3339 sample 1", fn=case_898, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3331 sample 0", fn=case_899, tensors=[],
+    dict(op="rand", where="ops.yaml:3343 sample 0", fn=case_899, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3342 sample 0", fn=case_900, tensors=[],
+    dict(op="randn", where="ops.yaml:3354 sample 0", fn=case_900, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3359 sample 0", fn=case_901, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3371 sample 0", fn=case_901, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3359 sample 1", fn=case_902, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3371 sample 1", fn=case_902, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3369 sample 0", fn=case_903, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3381 sample 0", fn=case_903, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3369 sample 1", fn=case_904, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3381 sample 1", fn=case_904, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3380 sample 0", fn=case_905, tensors=[],
+    dict(op="randint", where="ops.yaml:3392 sample 0", fn=case_905, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3380 sample 1", fn=case_906, tensors=[],
+    dict(op="randint", where="ops.yaml:3392 sample 1", fn=case_906, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3391 sample 0", fn=case_907, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3403 sample 0", fn=case_907, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3401 sample 0", fn=case_908, tensors=[],
+    dict(op="randperm", where="ops.yaml:3413 sample 0", fn=case_908, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3401 sample 1", fn=case_909, tensors=[],
+    dict(op="randperm", where="ops.yaml:3413 sample 1", fn=case_909, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3418 sample 0", fn=case_910, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 0", fn=case_910, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3418 sample 1", fn=case_911, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 1", fn=case_911, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3418 sample 2", fn=case_912, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 2", fn=case_912, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3429 sample 0", fn=case_913, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 0", fn=case_913, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3429 sample 1", fn=case_914, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 1", fn=case_914, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3429 sample 2", fn=case_915, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 2", fn=case_915, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3441 sample 0", fn=case_916, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 0", fn=case_916, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3441 sample 1", fn=case_917, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 1", fn=case_917, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3441 sample 2", fn=case_918, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 2", fn=case_918, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3454 sample 0", fn=case_919, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3466 sample 0", fn=case_919, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3454 sample 1", fn=case_920, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3466 sample 1", fn=case_920, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3465 sample 0", fn=case_921, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3477 sample 0", fn=case_921, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3465 sample 1", fn=case_922, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3477 sample 1", fn=case_922, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -377,3 +377,32 @@ yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
     return yt__batchnorm_backward(NULL, NULL, result, grad_out, NULL, NULL, NULL, NULL, NULL, NULL,
                                   true, 0.0);
 }
+
+/* The three gradients in one pass per channel (batch_norm_training's backward without a graph);
+ * the ones not asked for are zeros. */
+yt_status
+yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *d_bias,
+                            yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
+                            bool input_grad, bool weight_grad, bool bias_grad)
+{
+    const char *op = "batch_norm_backward";
+    if (check_same_shape(grad_out, input, op) != YT_OK)
+        return yt__last_status();
+    if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
+        char a[YT__SIZES_BUF];
+        return yt__fail_status(YT_ERR_SHAPE, "%s: weight has shape %s, expected [%lld]", op,
+                               yt__format_sizes(a, sizeof a, weight->sizes, weight->dim),
+                               (long long)input->sizes[1]);
+    }
+    yt_tensor *skipped[3] = {input_grad ? NULL : d_input, weight_grad ? NULL : d_weight,
+                             bias_grad ? NULL : d_bias};
+    for (int i = 0; i < 3; i++) /* fresh contiguous results of the generated function */
+        if (skipped[i] != NULL && skipped[i]->numel > 0)
+            memset(yt__data_ptr(skipped[i]), 0,
+                   (size_t)skipped[i]->numel * yt_dtype_size(skipped[i]->dtype));
+    if (!input_grad && !weight_grad && !bias_grad)
+        return YT_OK;
+    return yt__batchnorm_backward(input_grad ? d_input : NULL, weight_grad ? d_weight : NULL,
+                                  bias_grad ? d_bias : NULL, grad_out, input, weight, NULL, NULL,
+                                  NULL, NULL, true, eps);
+}

@@ -344,7 +344,8 @@ def test_fused_formula_gives_every_gradient_from_one_call():
     from helpers import load
     ops = load(FUSED_OPS, fused_entry("norm_backward(grad, input, weight, eps, needs_grad(input), needs_grad(weight))"))
     compiled, fused, saved = compile_derivative(ops[0], registry(ops))
-    assert fused == [
+    assert not fused.partial
+    assert fused.c_lines == [
         'yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");',
         'yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");',
         "yt_tensor *fused[2] = {NULL, NULL};",
@@ -372,13 +373,26 @@ def test_fused_formula_gives_every_gradient_from_one_call():
 
 
 @pytest.mark.parametrize("fused, message", [
-    ("norm_input_backward(grad, input, weight, eps)",
-     "norm: formula for 'fused': 'norm_input_backward' is not an op with several results"),
+    ("norm_backward(grad, input, weight, eps, True, True, grad)",
+     "norm: formula for 'fused': no overload of 'norm_backward' accepts these arguments "
+     "(norm_backward: takes at most 6 positional arguments)"),
     ("norm_backward(grad, input, weight, eps, needs_grad(eps), True)",
      "norm: formula for 'fused': needs_grad(eps): 'eps' is not a tensor argument of norm"),
-    ("grad", "norm: formula for 'fused': fused must be one call of an op with several results"),
+    ("grad", "norm: formula for 'fused': fused must be one call of an op"),
 ])
 def test_fused_formula_errors(fused, message):
     from helpers import load
     ops = load(FUSED_OPS, fused_entry(fused))
     assert spec_error(compile_derivative, ops[0], registry(ops)) == f"derivatives.yaml:4: {message}"
+
+
+def test_a_fused_call_may_cover_the_first_inputs_only():
+    from helpers import load
+    ops = load(FUSED_OPS, fused_entry("norm_input_backward(grad, input, weight, eps)"))
+    compiled, fused, _ = compile_derivative(ops[0], registry(ops))
+    assert fused.partial
+    assert fused.c_lines[2:4] == ["yt_tensor *fused[1] = {NULL};",
+                                  "fused[0] = yt_norm_input_backward(grads[0], input, weight, node->eps);"]
+    assert fused.c_lines[-1] == "fused_ran = true;"
+    assert compiled[0].cond == "!fused_ran && node->base.needs_grad[0]"
+    assert compiled[1].cond == "node->base.needs_grad[1]"  # the weight keeps its formula

@@ -4126,7 +4126,21 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2813) */
+/* ---- batch_norm_backward (ops.yaml:2813) */
+
+/* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
+ * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
+ * `input` (the batch statistics recomputed once), for the results whose flag is set (the others
+ * are zeros): batch_norm_training's backward when no graph is recorded.
+ * Stores new references to the results in *d_input, *d_weight, *d_bias (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
+                                        double eps, bool input_grad, bool weight_grad,
+                                        bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
+                                        yt_tensor **d_bias);
+
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2825) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4135,7 +4149,7 @@ YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2825) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2837) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4145,7 +4159,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2836) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2848) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4155,7 +4169,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2850) */
+/* ---- softmax.int (ops.yaml:2862) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4172,7 +4186,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2868) */
+/* ---- log_softmax.int (ops.yaml:2880) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4187,7 +4201,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2886) */
+/* ---- softmax_backward_data (ops.yaml:2898) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4195,7 +4209,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2903) */
+/* ---- log_softmax_backward_data (ops.yaml:2915) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4204,7 +4218,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2920) */
+/* ---- softmax_double_backward (ops.yaml:2932) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4213,7 +4227,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2928) */
+/* ---- log_softmax_double_backward (ops.yaml:2940) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4222,7 +4236,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2936) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2948) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4232,7 +4246,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2947) */
+/* ---- dropout (ops.yaml:2959) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4249,7 +4263,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2960) */
+/* ---- mse_loss (ops.yaml:2972) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4264,7 +4278,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2975) */
+/* ---- l1_loss (ops.yaml:2987) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4279,7 +4293,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:2990) */
+/* ---- smooth_l1_loss (ops.yaml:3002) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4297,7 +4311,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:3006) */
+/* ---- huber_loss (ops.yaml:3018) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4315,7 +4329,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:3021) */
+/* ---- binary_cross_entropy (ops.yaml:3033) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4333,7 +4347,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3038) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3050) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4354,7 +4368,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3054) */
+/* ---- nll_loss (ops.yaml:3066) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4374,7 +4388,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3077) */
+/* ---- cross_entropy_loss (ops.yaml:3089) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4397,7 +4411,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3106) */
+/* ---- cross_entropy_index (ops.yaml:3118) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4416,7 +4430,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3124) */
+/* ---- cross_entropy_index_backward (ops.yaml:3136) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4428,7 +4442,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3135) */
+/* ---- scaled_dot_product_attention (ops.yaml:3147) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4453,7 +4467,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3164) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3176) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4467,7 +4481,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3188) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3200) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4481,7 +4495,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3204) */
+/* ---- empty (ops.yaml:3216) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4496,7 +4510,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3218) */
+/* ---- zeros (ops.yaml:3230) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4511,7 +4525,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3226) */
+/* ---- ones (ops.yaml:3238) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4526,7 +4540,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3234) */
+/* ---- full (ops.yaml:3246) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4544,7 +4558,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3246) */
+/* ---- empty_like (ops.yaml:3258) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4561,7 +4575,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3259) */
+/* ---- zeros_like (ops.yaml:3271) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4569,7 +4583,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3266) */
+/* ---- ones_like (ops.yaml:3278) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4584,7 +4598,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3278) */
+/* ---- full_like (ops.yaml:3290) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4601,7 +4615,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3289) */
+/* ---- arange (ops.yaml:3301) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4619,7 +4633,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3297) */
+/* ---- linspace (ops.yaml:3309) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4635,7 +4649,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3309) */
+/* ---- eye (ops.yaml:3321) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4650,7 +4664,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3320) */
+/* ---- eye.m (ops.yaml:3332) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4665,7 +4679,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3331) */
+/* ---- rand (ops.yaml:3343) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4681,7 +4695,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3342) */
+/* ---- randn (ops.yaml:3354) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4697,7 +4711,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3353) */
+/* ---- rand_like (ops.yaml:3365) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4714,7 +4728,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3363) */
+/* ---- randn_like (ops.yaml:3375) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4731,7 +4745,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3373) */
+/* ---- randint (ops.yaml:3385) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4747,7 +4761,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3384) */
+/* ---- randint.low (ops.yaml:3396) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4763,7 +4777,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3394) */
+/* ---- randperm (ops.yaml:3406) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4779,7 +4793,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3405) */
+/* ---- bernoulli (ops.yaml:3417) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4796,7 +4810,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3412) */
+/* ---- bernoulli.p (ops.yaml:3424) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4830,7 +4844,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3423) */
+/* ---- normal (ops.yaml:3435) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4864,7 +4878,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3435) */
+/* ---- uniform (ops.yaml:3447) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4898,7 +4912,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3448) */
+/* ---- maybe_multiply (ops.yaml:3460) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4907,7 +4921,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3459) */
+/* ---- sum_to (ops.yaml:3471) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4915,7 +4929,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3470) */
+/* ---- sum_backward (ops.yaml:3482) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4924,7 +4938,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3477) */
+/* ---- mean_backward (ops.yaml:3489) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4933,7 +4947,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3484) */
+/* ---- amax_backward (ops.yaml:3496) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4942,7 +4956,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3491) */
+/* ---- permute_backward (ops.yaml:3503) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4950,7 +4964,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3498) */
+/* ---- pow_backward (ops.yaml:3510) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4958,7 +4972,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3505) */
+/* ---- pow_backward_self (ops.yaml:3517) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4966,7 +4980,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3512) */
+/* ---- pow_backward_exponent (ops.yaml:3524) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -4975,7 +4989,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3519) */
+/* ---- slice_backward (ops.yaml:3531) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -4985,7 +4999,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3527) */
+/* ---- select_backward (ops.yaml:3539) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
